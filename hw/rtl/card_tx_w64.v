@@ -35,14 +35,16 @@
 // to placement's mop port (m_mop) when they start and send nothing: the STag
 // is invalidated, or the window's entry written, before the next WQE starts;
 // one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
-// the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
-// not take, an inline length or SGL its blocks cannot hold, a bad BBS)
-// completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
-// Terminate, as the card model does. A DMA error response to a WQE read (a new
-// WQE's, before anything of it is sent) fails the QP as the card model's fetch
-// does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
-// 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
-// Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+// the QP as a failed lkey check does (a WQE that fails so behind an
+// outstanding Read completes after the Read, which the QP's flush completes
+// first, with its own status). A malformed WQE (an opcode the SQ does not
+// take, an inline length or SGL its blocks cannot hold, a bad BBS) completes
+// with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as
+// the card model does. A DMA error response to a WQE read (a new WQE's, before
+// anything of it is sent) fails the QP as the card model's fetch does: a
+// DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0;
+// m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local
+// Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 // dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
 // report it too. A read error of a WQE fetched to flush it (the QP in error)
 // raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
@@ -356,6 +358,10 @@ module card_tx_w64 (
     reg  [1023:0]  term_blame;               // a Terminate received blames the QP's oldest WQE started and not done
     wire           term_blame_used;          // the engine's flushed WQE took its QP's blame
     wire           term_blame_cur;
+    wire           late_prot_set;            // the engine's WQE failed behind an outstanding Read
+    wire           late_prot_used;           // the flush reached the failed WQE (or dropped it)
+    reg  [1023:0]  late_prot;                // the QP's first WQE not started failed its lkey check or memory operation behind a Read
+    wire           late_prot_cur;
     reg            push0_v;
     reg  [9:0]     push0_qp;
     reg  [15:0]    push0_idx;                // its SQ index
@@ -1037,6 +1043,7 @@ module card_tx_w64 (
     reg            mop_fail;                 // the WQE's memory operation was refused
     wire           prot;                     // the WQE failed its lkey check or memory operation, is malformed, or could not be read
     wire           prot_late;
+    wire           late_prot_flush;          // the flush reached the WQE that failed behind a Read: its own status
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
     wire [31:0]    wb_txs_pi;                // TXS_PI after the WQE: the cut when its payload read faulted
@@ -5423,6 +5430,7 @@ module card_tx_w64 (
     };
     assign term_pend_cur = |(term_pend & qcur_1h);
     assign term_blame_cur = |(term_blame & qcur_1h);
+    assign late_prot_cur = |(late_prot & qcur_1h);
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
     assign end_can = s_end_valid & ~s_end_lost;
@@ -9086,7 +9094,10 @@ module card_tx_w64 (
     assign new_sq_ci = wqe_fault_again ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
     assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
-    assign flush_err = flush_mode & ~sent_done;
+    assign late_prot_set = ((in_state11 & prot_late) & ~wqe_mal) & ~wqe_fault;
+    assign late_prot_used = (in_state11 & late_prot_cur) & (wqe_fault_again | (flush_mode & (cur_sq_ci == cur_sq_next)));
+    assign late_prot_flush = (((flush_mode & ~sent_done) & late_prot_cur) & (cur_sq_ci == cur_sq_next)) & ~wqe_fault_again;
+    assign flush_err = (flush_mode & ~sent_done) & ~late_prot_flush;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
     assign blame_cause = cur_term_cause & {16{term_blame_used}};
     assign wb_txs_pi = gf_fault ? ab_cut : f_off;
@@ -10412,6 +10423,14 @@ module card_tx_w64 (
             term_blame <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             term_blame <= ((term_blame & ~(qcur_1h & {1024{term_blame_used}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{(term_new & s_term_recv)}});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            late_prot <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            late_prot <= ((late_prot & ~(qcur_1h & {1024{late_prot_used}})) & ~(qterm_1h & {1024{cmd_create}})) | (qcur_1h & {1024{late_prot_set}});
         end
     end
 
@@ -11970,7 +11989,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -11990,7 +12009,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -12010,7 +12029,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_prot <= cq0_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
+        cq0_prot <= cq0_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
     end
 
     always @(posedge clk) begin
@@ -12034,7 +12053,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -12054,7 +12073,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -12074,7 +12093,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_prot <= cq1_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
+        cq1_prot <= cq1_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
     end
 
     always @(posedge clk) begin
@@ -12098,7 +12117,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -12118,7 +12137,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -12138,7 +12157,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_prot <= cq2_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
+        cq2_prot <= cq2_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
     end
 
     always @(posedge clk) begin
@@ -12162,7 +12181,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -12182,7 +12201,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -12202,7 +12221,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_prot <= cq3_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
+        cq3_prot <= cq3_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
     end
 
     always @(posedge clk) begin
@@ -12226,7 +12245,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -12246,7 +12265,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -12266,7 +12285,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_prot <= cq4_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
+        cq4_prot <= cq4_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
     end
 
     always @(posedge clk) begin
@@ -12290,7 +12309,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -12310,7 +12329,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -12330,7 +12349,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_prot <= cq5_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
+        cq5_prot <= cq5_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
     end
 
     always @(posedge clk) begin
@@ -12354,7 +12373,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -12374,7 +12393,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -12394,7 +12413,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_prot <= cq6_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
+        cq6_prot <= cq6_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
     end
 
     always @(posedge clk) begin
@@ -12418,7 +12437,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
+        cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -12438,7 +12457,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : cq7_len;
+        cq7_len <= cq7_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -12458,7 +12477,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_prot <= cq7_push ? (pub_go ? 1'h0 : prot) : cq7_prot;
+        cq7_prot <= cq7_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : cq7_prot;
     end
 
     always @(posedge clk) begin

@@ -35,14 +35,16 @@
 -- to placement's mop port (m_mop) when they start and send nothing: the STag
 -- is invalidated, or the window's entry written, before the next WQE starts;
 -- one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
--- the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
--- not take, an inline length or SGL its blocks cannot hold, a bad BBS)
--- completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
--- Terminate, as the card model does. A DMA error response to a WQE read (a new
--- WQE's, before anything of it is sent) fails the QP as the card model's fetch
--- does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
--- 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
--- Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+-- the QP as a failed lkey check does (a WQE that fails so behind an
+-- outstanding Read completes after the Read, which the QP's flush completes
+-- first, with its own status). A malformed WQE (an opcode the SQ does not
+-- take, an inline length or SGL its blocks cannot hold, a bad BBS) completes
+-- with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as
+-- the card model does. A DMA error response to a WQE read (a new WQE's, before
+-- anything of it is sent) fails the QP as the card model's fetch does: a
+-- DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0;
+-- m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local
+-- Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 -- dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
 -- report it too. A read error of a WQE fetched to flush it (the QP in error)
 -- raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
@@ -387,6 +389,10 @@ architecture rtl of card_tx_w64 is
     signal term_blame : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a Terminate received blames the QP's oldest WQE started and not done
     signal term_blame_used : std_logic;      -- the engine's flushed WQE took its QP's blame
     signal term_blame_cur : std_logic;
+    signal late_prot_set : std_logic;        -- the engine's WQE failed behind an outstanding Read
+    signal late_prot_used : std_logic;       -- the flush reached the failed WQE (or dropped it)
+    signal late_prot : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP's first WQE not started failed its lkey check or memory operation behind a Read
+    signal late_prot_cur : std_logic;
     signal push0_v : std_logic := '0';
     signal push0_qp : std_logic_vector(9 downto 0);
     signal push0_idx : std_logic_vector(15 downto 0); -- its SQ index
@@ -1068,6 +1074,7 @@ architecture rtl of card_tx_w64 is
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
     signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, is malformed, or could not be read
     signal prot_late : std_logic;
+    signal late_prot_flush : std_logic;      -- the flush reached the WQE that failed behind a Read: its own status
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
     signal wb_txs_pi : std_logic_vector(31 downto 0); -- TXS_PI after the WQE: the cut when its payload read faulted
@@ -5468,6 +5475,7 @@ begin
     );
     term_pend_cur <= or (term_pend and qcur_1h);
     term_blame_cur <= or (term_blame and qcur_1h);
+    late_prot_cur <= or (late_prot and qcur_1h);
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
     end_can <= s_end_valid and (not s_end_lost);
@@ -9138,7 +9146,10 @@ begin
     new_sq_ci <= mux(wqe_fault_again, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
     prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
-    flush_err <= flush_mode and (not sent_done);
+    late_prot_set <= ((in_state11 and prot_late) and (not wqe_mal)) and (not wqe_fault);
+    late_prot_used <= (in_state11 and late_prot_cur) and (wqe_fault_again or (flush_mode and b2l(cur_sq_ci = cur_sq_next)));
+    late_prot_flush <= (((flush_mode and (not sent_done)) and late_prot_cur) and b2l(cur_sq_ci = cur_sq_next)) and (not wqe_fault_again);
+    flush_err <= (flush_mode and (not sent_done)) and (not late_prot_flush);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
     blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
     wb_txs_pi <= mux(gf_fault, ab_cut, f_off);
@@ -10505,6 +10516,17 @@ begin
                 term_blame <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 term_blame <= ((term_blame and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_blame_used)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new and s_term_recv));
+            end if;
+        end if;
+    end process;
+
+    late_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                late_prot <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                late_prot <= ((late_prot and (not (qcur_1h and std_logic_vector'(1023 downto 0 => late_prot_used)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qcur_1h and std_logic_vector'(1023 downto 0 => late_prot_set));
             end if;
         end if;
     end process;
@@ -12846,7 +12868,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -12881,7 +12903,7 @@ begin
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -12916,7 +12938,7 @@ begin
     cq0_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_prot <= mux(cq0_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
+            cq0_prot <= mux(cq0_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
         end if;
     end process;
 
@@ -12958,7 +12980,7 @@ begin
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -12993,7 +13015,7 @@ begin
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -13028,7 +13050,7 @@ begin
     cq1_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_prot <= mux(cq1_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
+            cq1_prot <= mux(cq1_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
         end if;
     end process;
 
@@ -13070,7 +13092,7 @@ begin
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -13105,7 +13127,7 @@ begin
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -13140,7 +13162,7 @@ begin
     cq2_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_prot <= mux(cq2_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
+            cq2_prot <= mux(cq2_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
         end if;
     end process;
 
@@ -13182,7 +13204,7 @@ begin
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -13217,7 +13239,7 @@ begin
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -13252,7 +13274,7 @@ begin
     cq3_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_prot <= mux(cq3_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
+            cq3_prot <= mux(cq3_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
         end if;
     end process;
 
@@ -13294,7 +13316,7 @@ begin
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -13329,7 +13351,7 @@ begin
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -13364,7 +13386,7 @@ begin
     cq4_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_prot <= mux(cq4_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
+            cq4_prot <= mux(cq4_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
         end if;
     end process;
 
@@ -13406,7 +13428,7 @@ begin
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -13441,7 +13463,7 @@ begin
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -13476,7 +13498,7 @@ begin
     cq5_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_prot <= mux(cq5_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
+            cq5_prot <= mux(cq5_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
         end if;
     end process;
 
@@ -13518,7 +13540,7 @@ begin
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -13553,7 +13575,7 @@ begin
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -13588,7 +13610,7 @@ begin
     cq6_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_prot <= mux(cq6_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
+            cq6_prot <= mux(cq6_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
         end if;
     end process;
 
@@ -13630,7 +13652,7 @@ begin
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), cq7_cqe);
         end if;
     end process;
 
@@ -13665,7 +13687,7 @@ begin
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), cq7_len);
+            cq7_len <= mux(cq7_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), cq7_len);
         end if;
     end process;
 
@@ -13700,7 +13722,7 @@ begin
     cq7_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_prot <= mux(cq7_push, mux(pub_go, '0', prot), cq7_prot);
+            cq7_prot <= mux(cq7_push, mux(pub_go, '0', prot or late_prot_flush), cq7_prot);
         end if;
     end process;
 

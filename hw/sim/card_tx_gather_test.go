@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,6 +125,24 @@ func (b *ctxBench) postSGL(q *ctxQP, op cs.WQEOpcode, sgl [][3]uint64) uint64 {
 	return id
 }
 
+// postLocalInv writes a Local Invalidate WQE of stag into q's SQ. It
+// returns the WQE's WR_ID.
+func (b *ctxBench) postLocalInv(q *ctxQP, stag mem.STag) uint64 {
+	wqe := make([]byte, cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeLocalInv)
+	h.SetSignaled(b.rng.Chance(128))
+	h.SetBBS(1)
+	id := b.rng.Uint64()
+	h.SetWRID(id)
+	h.SetInvSTag(uint32(stag))
+	b.putSQ(q, wqe)
+	q.pi++
+	q.posted++
+	q.pending = true
+	return id
+}
+
 // randomSGL is 1 to 4 SGEs (sometimes up to 30, sometimes empty ones) of
 // up to maxLen bytes in all.
 func (b *ctxBench) randomSGL(maxLen int) [][3]uint64 {
@@ -210,10 +229,15 @@ func TestCardTxGather(t *testing.T) {
 // the QP goes to error with a Local Catastrophic Terminate on its ring
 // (the model's localError), and the WQEs posted after it complete with
 // WR_FLUSH_ERR as the model's do; the other QPs' streams and completions
-// stay the model's.
+// stay the model's. A Local Invalidate of another PD's region fails the
+// same way (the mop port refuses it). Behind an RDMA Read whose response never comes, the
+// failed WQE is sent at once (no fence) and its completion waits for the
+// Read's: the Read is flushed, and the failed WQE still completes with
+// its own status, after it, as in the model.
 func TestCardTxLocalProtection(t *testing.T) {
 	for _, w := range gen.CardTxGatherWidths {
-		for _, bad := range []string{"another PD", "past the region", "wrong key", "invalidated"} {
+		for _, bad := range []string{"another PD", "past the region", "wrong key", "invalidated", "invalidate another PD's",
+			"wrong key behind a Read", "past the region behind a Read", "invalidate another PD's behind a Read"} {
 			t.Run(fmt.Sprintf("%d/%s", w, bad), func(t *testing.T) {
 				seed := seedFor(t.Name())
 				b := newGatherBench(t, w, seed, 3)
@@ -225,8 +249,15 @@ func TestCardTxLocalProtection(t *testing.T) {
 				b.runModel()
 				b.runRTL(1_000_000)
 				before := b.rtl.RingBytes[q.cfg.Num]
+				if behind, ok := strings.CutSuffix(bad, " behind a Read"); ok {
+					bad = behind
+					b.readSink()
+					b.noFence, b.hold = true, true
+					b.postRead(q)
+				}
 				mr := b.mrs[0]
 				var sge [3]uint64
+				var inv mem.STag
 				switch bad {
 				case "another PD":
 					o := b.register(900, 8192, false, mem.Entry{PD: 2, Access: mem.LocalWrite})
@@ -240,8 +271,15 @@ func TestCardTxLocalProtection(t *testing.T) {
 					b.w32(cs.PlacementWindow+pr.StagInvalidate, 901)
 					b.rtl.RegWrite(pr.StagInvalidate, 901)
 					sge = [3]uint64{o.base, 64, uint64(o.stag)}
+				case "invalidate another PD's":
+					inv = b.register(902, 8192, false, mem.Entry{PD: 2, Access: mem.LocalWrite}).stag
 				}
-				id := b.postSGL(q, cs.WQEOpcodeRDMAWrite, [][3]uint64{b.sgeIn(2000), sge})
+				var id uint64
+				if inv != 0 {
+					id = b.postLocalInv(q, inv)
+				} else {
+					id = b.postSGL(q, cs.WQEOpcodeRDMAWrite, [][3]uint64{b.sgeIn(2000), sge})
+				}
 				// Work posted after it, as far as the SQ has room (the
 				// ring may be as small as 8 blocks): flushed.
 				for k := b.rng.IntN(3); k > 0 && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs; k-- {

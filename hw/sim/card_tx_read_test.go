@@ -13,6 +13,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	pr "github.com/openiwarp/openiwarp/host/driver/regs"
+	"github.com/openiwarp/openiwarp/host/driver/stagtab"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
@@ -35,8 +36,9 @@ const (
 // RTL).
 type ctxReads struct {
 	mDefr, rDefr *mpa.Deframer
-	mFed         int    // model stream bytes fed to mDefr
-	rFed         uint32 // RTL stream offset fed to rDefr
+	mFed         int              // model stream bytes fed to mDefr
+	rFed         uint32           // RTL stream offset fed to rDefr
+	rHeld        []CardTxReadDone // Read dones of requests seen while the peer holds its answers
 	rx           mpa.Framer
 	rxPI         uint32
 	requests     int    // Read Requests seen in the model's stream
@@ -45,17 +47,14 @@ type ctxReads struct {
 	rrMSN        uint32 // the peer's next Read Request MSN (requests to us)
 }
 
-// readSink registers the Read sink region in the model's STag table.
+// readSink registers the Read sink region in the model's STag table
+// (every staging register written: the gather bench's regions leave
+// theirs behind).
 func (b *ctxBench) readSink() {
-	w := func(off, v uint32) { b.w32(cs.PlacementWindow+off, v) }
-	w(pr.StagIndex, ctxSinkIndex)
-	w(pr.StagCtrl, ctxSinkKey|uint32(mem.LocalWrite)<<pr.StagCtrlAccessShift|1<<pr.StagCtrlValidShift)
-	w(pr.StagPd, 1)
-	w(pr.StagQp, 0)
-	w(pr.StagBaseLo, 0)
-	w(pr.StagLenLo, ctxSinkLen)
-	w(pr.StagAddrLo, ctxSinkHost)
-	w(pr.StagCommit, 0)
+	e := mem.Entry{Valid: true, Key: ctxSinkKey, Access: mem.LocalWrite, PD: 1, Length: ctxSinkLen}
+	for _, w := range stagtab.AppendWrites(nil, ctxSinkIndex, e, stagtab.Contiguous(ctxSinkHost), 0) {
+		b.w32(cs.PlacementWindow+w.Off, w.Val)
+	}
 	b.rd = true
 	for _, q := range b.qps {
 		b.readState(q)
@@ -169,7 +168,10 @@ func (b *ctxBench) answerModel() bool {
 
 // answerRTL reads the RTL's transmit stream of q up to offset pi and
 // gives card_tx a Read done for each Read Request in it, as placement
-// would once the Read Response is placed.
+// would once the Read Response is placed. It reads every byte written
+// (the host gives ring space back as the writes land, so a gathered
+// message may wrap over what is not read yet); while the peer holds its
+// answers (hold), the Read dones wait.
 func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 	ring := uint32(1) << q.cfg.TXSLog
 	for q.rd.rFed != pi {
@@ -180,12 +182,18 @@ func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 		q.rd.rFed += k
 		b.readRequests(q.rd.rDefr, p, func(rr rdmap.ReadRequestFields) {
 			q.rd.rRequests++
-			if q.rd.mute {
-				return
-			}
-			b.rtl.ReadDone(CardTxReadDone{QPN: q.cfg.Num, STag: rr.SinkSTag, TO: rr.SinkTO, Len: uint16(ddp.TaggedHeaderLen + rr.Size)})
+			q.rd.rHeld = append(q.rd.rHeld, CardTxReadDone{QPN: q.cfg.Num, STag: rr.SinkSTag, TO: rr.SinkTO, Len: uint16(ddp.TaggedHeaderLen + rr.Size)})
 		})
 	}
+	if b.hold {
+		return
+	}
+	if !q.rd.mute {
+		for _, d := range q.rd.rHeld {
+			b.rtl.ReadDone(d)
+		}
+	}
+	q.rd.rHeld = q.rd.rHeld[:0]
 }
 
 // postReads posts up to n WQEs to q while its SQ has room, each an RDMA
@@ -193,9 +201,15 @@ func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 func (b *ctxBench) postReads(q *ctxQP, n, reads int) {
 	free := func() int { return int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI) }
 	for ; n > 0 && free() >= cs.MaxWQEBBs; n-- {
-		if b.rng.Chance(reads) {
+		switch {
+		case b.rng.Chance(reads):
 			b.postRead(q)
-		} else {
+		case len(b.mrs) > 0 && b.rng.Chance(128):
+			// A gathered WQE (the gather bench's regions): its CQE's
+			// length, when a Read's completion walks to it, is its SGL's.
+			op := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}[b.rng.IntN(3)]
+			b.postSGL(q, op, b.randomSGL(3000))
+		default:
 			b.post(q, 200)
 		}
 	}
@@ -384,6 +398,7 @@ func (b *ctxBench) runRTLHeld(watchdog uint64) {
 		}
 		for _, q := range b.qps {
 			if n := b.rtl.RingBytes[q.cfg.Num]; n != q.given {
+				b.answerRTL(q, uint32(n)) // read before the space is given back
 				q.given = n
 				b.rtl.Doorbell(CardTxDoorbell{Kind: 3, QPN: q.cfg.Num, Value: uint32(n)})
 			}
@@ -406,47 +421,61 @@ func (b *ctxBench) runRTLHeld(watchdog uint64) {
 // length) and final SQ_CI and TXS_PI must be the model's. Some rounds
 // put a QP in error while WQEs sent behind its Reads wait: they
 // complete as the model completes them (SUCCESS: they were sent), the
-// Reads and the rest with WR_FLUSH_ERR.
+// Reads and the rest with WR_FLUSH_ERR. The gather variant mixes in
+// WQEs gathered from SGLs (card_tx_tb, with placement's STag table).
 func TestCardTxReadOverlap(t *testing.T) {
 	for _, w := range gen.CardTxWidths {
-		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			seed := seedFor(t.Name())
-			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true}, 6,
-				func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
-			b.readSink()
-			r := b.rng
-			errs := 0
-			for round := 0; round < 12; round++ {
-				b.hold = true
-				for _, q := range b.qps {
-					b.postReads(q, 1+r.IntN(6), 90)
-				}
-				b.runModel()
-				b.runRTLHeld(3_000_000)
-				if round%4 == 2 {
-					q := b.qps[r.IntN(len(b.qps))]
-					b.command(q, cs.QPOpError)
-					// card_rx places nothing on a QP in error, so no Read
-					// done comes for the Reads outstanding at the error:
-					// the model drops the responses, the RTL gets none.
-					q.rd.mute = true
-					b.hold = false
-					b.runModel()
-					b.runRTL(3_000_000)
-					b.compare()
-					b.command(q, cs.QPOpDestroy)
-					b.create(q)
-					errs++
-					continue
-				}
-				b.hold = false
-				b.runModel()
-				b.runRTL(3_000_000)
-			}
-			b.compare()
-			t.Logf("seed %d: %d records, %d QPs put in error, %d cycles", seed, len(b.rtl.Records), errs, b.rtl.Cycles)
-		})
+		for _, kind := range []string{"inline", "gather"} {
+			t.Run(fmt.Sprintf("%d/%s", w, kind), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				readOverlap(t, w, kind == "gather", seed)
+			})
+		}
 	}
+}
+
+// readOverlap is TestCardTxReadOverlap at width w, with gathered WQEs
+// or not.
+func readOverlap(t *testing.T, w int, gather bool, seed uint64) {
+	var b *ctxBench
+	if gather {
+		b = newGatherBench(t, w, seed, 6)
+	} else {
+		b = newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true}, 6,
+			func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
+	}
+	b.readSink()
+	r := b.rng
+	errs := 0
+	for round := 0; round < 12; round++ {
+		b.hold = true
+		for _, q := range b.qps {
+			b.postReads(q, 1+r.IntN(6), 90)
+		}
+		b.runModel()
+		b.runRTLHeld(3_000_000)
+		if round%4 == 2 {
+			q := b.qps[r.IntN(len(b.qps))]
+			b.command(q, cs.QPOpError)
+			// card_rx places nothing on a QP in error, so no Read
+			// done comes for the Reads outstanding at the error:
+			// the model drops the responses, the RTL gets none.
+			q.rd.mute = true
+			b.hold = false
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			b.command(q, cs.QPOpDestroy)
+			b.create(q)
+			errs++
+			continue
+		}
+		b.hold = false
+		b.runModel()
+		b.runRTL(3_000_000)
+	}
+	b.compare()
+	t.Logf("seed %d: %d records, %d QPs put in error, %d cycles", seed, len(b.rtl.Records), errs, b.rtl.Cycles)
 }
 
 // A Read Request whose source fails the remote-read check when the

@@ -336,7 +336,7 @@ func (b *ctxBench) runRTLUntil(watchdog uint64, until func() bool) {
 		// a gathered message may be longer than the ring.
 		for _, q := range b.qps {
 			n := b.rtl.RingBytes[q.cfg.Num]
-			if b.rd && !b.hold {
+			if b.rd {
 				b.answerRTL(q, uint32(n))
 			}
 			if n != q.given && (n-q.given > 512 || b.rng.Chance(16)) {
