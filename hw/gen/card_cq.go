@@ -608,8 +608,13 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	gap := m.WireOf("irq_gap", Sub(eqDone, irqWait), "")
 	reached := m.WireOf("irq_reached", Not(Bit(gap, cardIRQSeq-1)), "eqe_done is at or past irq_wait")
 	unused = append(unused, Bits(gap, cardIRQSeq-2, 0))
-	fire := m.WireOf("irq_fire", And(irqPend, reached, Not(irqOut), Not(RedOr(modT))), "")
+	// Once reached, an interrupt held by moderation or irq_ready stays
+	// reached: the 9-bit gap would read as not reached again after 256
+	// more EQEs.
+	reachedQ := m.RegDecl("irq_reached_q", 1, "the due interrupt's EQE was written")
+	fire := m.WireOf("irq_fire", And(irqPend, Or(reached, reachedQ), Not(irqOut), Not(RedOr(modT))), "")
 	setPend := m.WireOf("irq_set", Or(irqNow, irqDB), "")
+	m.Drive(reachedQ, big.NewInt(0), And(Not(setPend), Not(fire), Or(reachedQ, And(irqPend, reached))), nil)
 	m.Drive(irqWait, big.NewInt(0), Sel(irqNow, Add(eqIssued, C(cardIRQSeq, 1)), eqIssued), setPend)
 	m.Drive(irqPend, big.NewInt(0), Or(setPend, And(irqPend, Not(fire))), nil)
 	irqTaken := m.WireOf("irq_taken", And(irqOut, irqR), "")

@@ -349,10 +349,14 @@ func CardStat(width int) (*Module, error) {
 	ent := Cat(writes, ev, evCode, opQPN, gate(writes, opCpl))
 	wp := m.RegDecl("pend_wp", PB, "")
 	rp := m.RegDecl("pend_rp", PB, "")
-	var ents []Expr
+	// Each entry keeps its record's address as written: a DMA_FAULT names
+	// it even if QPSTAT_BASE changed while the write waited for its
+	// response.
+	var ents, addrs []Expr
 	for i := 0; i < cardStatPend; i++ {
-		e := m.Reg(fmt.Sprintf("pend%d", i), entW, nil, ent, And(push, Eq(wp, C(PB, uint64(i)))), "{write, event, event code, QPN, completion}")
-		ents = append(ents, e)
+		at := And(push, Eq(wp, C(PB, uint64(i))))
+		ents = append(ents, m.Reg(fmt.Sprintf("pend%d", i), entW, nil, ent, at, "{write, event, event code, QPN, completion}"))
+		addrs = append(addrs, m.Reg(fmt.Sprintf("pend%d_addr", i), 59, nil, Bits(reqAddr, 63, 5), at, "its record's address, bits 63:5"))
 	}
 	head := m.WireOf("pend_head", muxTree(selBits(rp, 0, PB), ents), "")
 	has := m.WireOf("pend_any", Ne(pendCnt, C(PB+1, 0)), "")
@@ -394,7 +398,7 @@ func CardStat(width int) (*Module, error) {
 	m.Drive(fatal, big.NewInt(0), Or(fatal, faultTaken), nil)
 	m.Assign(fatalO, fatal)
 	hQPN := m.WireOf("head_qpn", Bits(head, cplW+QB-1, cplW), "")
-	hAddr := m.WireOf("head_addr", recAddr("head_qp", hQPN), "the head's record address")
+	hAddr := m.WireOf("head_addr", Cat(muxTree(selBits(rp, 0, PB), addrs), C(5, 0)), "the head's record address, as written")
 	m.Assign(faultV, faultTaken)
 	m.Assign(faultQPN, gate(faultTaken, hQPN))
 	m.Assign(faultAddr, gate(faultTaken, hAddr))

@@ -429,6 +429,7 @@ module card_cq_w512 (
     reg  [23:0]    irq_mod_timer;            // cycles until the next interrupt may rise
     wire [8:0]     irq_gap;
     wire           irq_reached;              // eqe_done is at or past irq_wait
+    reg            irq_reached_q;            // the due interrupt's EQE was written
     wire           irq_fire;
     wire           irq_set;
     wire           irq_taken;
@@ -1787,7 +1788,7 @@ module card_cq_w512 (
     assign m_fault_eqe = flt_v & flt_eqe;
     assign irq_gap = eqe_done - irq_wait;
     assign irq_reached = ~irq_gap[8];
-    assign irq_fire = ((irq_pend & irq_reached) & ~irq_out) & ~|irq_mod_timer;
+    assign irq_fire = ((irq_pend & (irq_reached | irq_reached_q)) & ~irq_out) & ~|irq_mod_timer;
     assign irq_set = irq_raise_ev | irq_raise_db;
     assign irq_taken = irq_out & irq_ready;
     assign irq_valid = irq_out;
@@ -2460,6 +2461,14 @@ module card_cq_w512 (
             flt_eqe <= 1'h0;
         end else begin
             flt_eqe <= dw_done_tag[0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            irq_reached_q <= 1'h0;
+        end else begin
+            irq_reached_q <= (~irq_set & ~irq_fire) & (irq_reached_q | (irq_pend & irq_reached));
         end
     end
 

@@ -460,6 +460,7 @@ architecture rtl of card_cq_w512 is
     signal irq_mod_timer : std_logic_vector(23 downto 0) := x"000000"; -- cycles until the next interrupt may rise
     signal irq_gap : std_logic_vector(8 downto 0);
     signal irq_reached : std_logic;          -- eqe_done is at or past irq_wait
+    signal irq_reached_q : std_logic := '0'; -- the due interrupt's EQE was written
     signal irq_fire : std_logic;
     signal irq_set : std_logic;
     signal irq_taken : std_logic;
@@ -1846,7 +1847,7 @@ begin
     m_fault_eqe <= flt_v and flt_eqe;
     irq_gap <= std_logic_vector(unsigned(eqe_done) - unsigned(irq_wait));
     irq_reached <= not irq_gap(8);
-    irq_fire <= ((irq_pend and irq_reached) and (not irq_out)) and (not (or irq_mod_timer));
+    irq_fire <= ((irq_pend and (irq_reached or irq_reached_q)) and (not irq_out)) and (not (or irq_mod_timer));
     irq_set <= irq_raise_ev or irq_raise_db;
     irq_taken <= irq_out and irq_ready;
     irq_valid <= irq_out;
@@ -2809,6 +2810,17 @@ begin
                 flt_eqe <= '0';
             else
                 flt_eqe <= dw_done_tag(0);
+            end if;
+        end if;
+    end process;
+
+    irq_reached_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                irq_reached_q <= '0';
+            else
+                irq_reached_q <= ((not irq_set) and (not irq_fire)) and (irq_reached_q or (irq_pend and irq_reached));
             end if;
         end if;
     end process;

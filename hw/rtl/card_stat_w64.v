@@ -257,13 +257,21 @@ module card_stat_w64 (
     reg  [2:0]     pend_wp;
     reg  [2:0]     pend_rp;
     reg  [197:0]   pend0;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend0_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend1;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend1_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend2;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend2_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend3;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend3_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend4;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend4_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend5;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend5_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend6;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend6_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend7;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend7_addr;               // its record's address, bits 63:5
     wire [197:0]   pend_head;
     wire           pend_any;
     wire           head_write;               // the head is a status write
@@ -292,8 +300,7 @@ module card_stat_w64 (
     wire [7:0]     done_errs_shift;
     wire           fault_taken;              // the DMA_FAULT event is taken: the card stops
     wire [9:0]     head_qpn;
-    wire [10:0]    head_qp_off;              // QPSTAT_BASE bits 14:5 plus the QPN, with its carry
-    wire [63:0]    head_addr;                // the head's record address
+    wire [63:0]    head_addr;                // the head's record address, as written
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -416,14 +423,11 @@ module card_stat_w64 (
     assign fault_taken = head_faulted & m_ev_ready;
     assign fatal = fatal_q;
     assign head_qpn = pend_head[192:183];
-    assign head_qp_off = {1'h0, base[14:5]} + {1'h0, head_qpn};
-    assign head_addr = {head_qp_off[10] ? {
-        (((&base[26:15] & &base[38:27]) & &base[50:39]) & &base[62:51]) ? ~base[63] : base[63],
-        ((&base[26:15] & &base[38:27]) & &base[50:39]) ? (base[62:51] + 12'h001) : base[62:51],
-        (&base[26:15] & &base[38:27]) ? (base[50:39] + 12'h001) : base[50:39],
-        &base[26:15] ? (base[38:27] + 12'h001) : base[38:27],
-        base[26:15] + 12'h001
-    } : base[63:15], head_qp_off[9:0], 5'h00};
+    assign head_addr = {
+        pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7_addr : pend6_addr) : (pend_rp[0] ? pend5_addr : pend4_addr)) :
+            (pend_rp[1] ? (pend_rp[0] ? pend3_addr : pend2_addr) : (pend_rp[0] ? pend1_addr : pend0_addr)),
+        5'h00
+    };
     assign m_fault_valid = fault_taken;
     assign m_fault_qpn = head_qpn & {10{fault_taken}};
     assign m_fault_addr = head_addr & {64{fault_taken}};
@@ -661,8 +665,20 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h0)) begin
+            pend0_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h1)) begin
             pend1 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h1)) begin
+            pend1_addr <= dw_req_addr_q[63:5];
         end
     end
 
@@ -673,8 +689,20 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h2)) begin
+            pend2_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h3)) begin
             pend3 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h3)) begin
+            pend3_addr <= dw_req_addr_q[63:5];
         end
     end
 
@@ -685,8 +713,20 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h4)) begin
+            pend4_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h5)) begin
             pend5 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h5)) begin
+            pend5_addr <= dw_req_addr_q[63:5];
         end
     end
 
@@ -697,8 +737,20 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h6)) begin
+            pend6_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h7)) begin
             pend7 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h7)) begin
+            pend7_addr <= dw_req_addr_q[63:5];
         end
     end
 

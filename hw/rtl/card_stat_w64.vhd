@@ -288,13 +288,21 @@ architecture rtl of card_stat_w64 is
     signal pend_wp : std_logic_vector(2 downto 0) := "000";
     signal pend_rp : std_logic_vector(2 downto 0) := "000";
     signal pend0 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend0_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend1 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend1_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend2 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend2_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend3 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend3_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend4 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend4_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend5 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend5_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend6 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend6_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend7 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend7_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend_head : std_logic_vector(197 downto 0);
     signal pend_any : std_logic;
     signal head_write : std_logic;           -- the head is a status write
@@ -323,8 +331,7 @@ architecture rtl of card_stat_w64 is
     signal done_errs_shift : std_logic_vector(7 downto 0);
     signal fault_taken : std_logic;          -- the DMA_FAULT event is taken: the card stops
     signal head_qpn : std_logic_vector(9 downto 0);
-    signal head_qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the QPN, with its carry
-    signal head_addr : std_logic_vector(63 downto 0); -- the head's record address
+    signal head_addr : std_logic_vector(63 downto 0); -- the head's record address, as written
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -448,15 +455,11 @@ begin
     fault_taken <= head_faulted and m_ev_ready;
     fatal <= fatal_q;
     head_qpn <= pend_head(192 downto 183);
-    head_qp_off <= std_logic_vector(unsigned(std_logic_vector'('0' & base(14 downto 5))) + unsigned(std_logic_vector'('0' & head_qpn)));
-    head_addr <= std_logic_vector'(mux(head_qp_off(10), std_logic_vector'(
-        mux((((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39))) and (and base(62 downto 51)), not base(63), base(63)) &
-        mux(((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39)),
-            std_logic_vector(unsigned(base(62 downto 51)) + unsigned'(x"001")), base(62 downto 51)) &
-        mux((and base(26 downto 15)) and (and base(38 downto 27)), std_logic_vector(unsigned(base(50 downto 39)) + unsigned'(x"001")), base(50 downto 39)) &
-        mux(and base(26 downto 15), std_logic_vector(unsigned(base(38 downto 27)) + unsigned'(x"001")), base(38 downto 27)) &
-        std_logic_vector(unsigned(base(26 downto 15)) + unsigned'(x"001"))
-    ), base(63 downto 15)) & head_qp_off(9 downto 0) & "00000");
+    head_addr <= std_logic_vector'(
+        mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7_addr, pend6_addr), mux(pend_rp(0), pend5_addr, pend4_addr)),
+            mux(pend_rp(1), mux(pend_rp(0), pend3_addr, pend2_addr), mux(pend_rp(0), pend1_addr, pend0_addr))) &
+        "00000"
+    );
     m_fault_valid <= fault_taken;
     m_fault_qpn <= head_qpn and std_logic_vector'(9 downto 0 => fault_taken);
     m_fault_addr <= head_addr and std_logic_vector'(63 downto 0 => fault_taken);
@@ -789,6 +792,15 @@ begin
         end if;
     end process;
 
+    pend0_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "000")) = '1' then
+                pend0_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
     pend1_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -800,6 +812,15 @@ begin
                     op_qpn &
                     (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
+            end if;
+        end if;
+    end process;
+
+    pend1_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "001")) = '1' then
+                pend1_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
     end process;
@@ -819,6 +840,15 @@ begin
         end if;
     end process;
 
+    pend2_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "010")) = '1' then
+                pend2_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
     pend3_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -830,6 +860,15 @@ begin
                     op_qpn &
                     (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
+            end if;
+        end if;
+    end process;
+
+    pend3_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "011")) = '1' then
+                pend3_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
     end process;
@@ -849,6 +888,15 @@ begin
         end if;
     end process;
 
+    pend4_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "100")) = '1' then
+                pend4_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
     pend5_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -860,6 +908,15 @@ begin
                     op_qpn &
                     (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
+            end if;
+        end if;
+    end process;
+
+    pend5_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "101")) = '1' then
+                pend5_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
     end process;
@@ -879,6 +936,15 @@ begin
         end if;
     end process;
 
+    pend6_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "110")) = '1' then
+                pend6_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
     pend7_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -890,6 +956,15 @@ begin
                     op_qpn &
                     (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
+            end if;
+        end if;
+    end process;
+
+    pend7_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "111")) = '1' then
+                pend7_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
     end process;
