@@ -35,16 +35,16 @@
 // to placement's mop port (m_mop) when they start and send nothing: the STag
 // is invalidated, or the window's entry written, before the next WQE starts;
 // one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
-// the QP as a failed lkey check does (a WQE that fails so behind an
-// outstanding Read completes after the Read, which the QP's flush completes
-// first, with its own status). A malformed WQE (an opcode the SQ does not
-// take, an inline length or SGL its blocks cannot hold, a bad BBS) completes
-// with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as
-// the card model does. A DMA error response to a WQE read (a new WQE's, before
-// anything of it is sent) fails the QP as the card model's fetch does: a
-// DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0;
-// m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local
-// Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+// the QP as a failed lkey check does (a WQE that fails so, or is malformed,
+// behind an outstanding Read completes after the Read, which the QP's flush
+// completes first, with its own status). A malformed WQE (an opcode the SQ
+// does not take, an inline length or SGL its blocks cannot hold, a bad BBS)
+// completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
+// Terminate, as the card model does. A DMA error response to a WQE read (a new
+// WQE's, before anything of it is sent) fails the QP as the card model's fetch
+// does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
+// 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
+// Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 // dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
 // report it too. A read error of a WQE fetched to flush it (the QP in error)
 // raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
@@ -359,9 +359,12 @@ module card_tx_w64 (
     wire           term_blame_used;          // the engine's flushed WQE took its QP's blame
     wire           term_blame_cur;
     wire           late_prot_set;            // the engine's WQE failed behind an outstanding Read
+    wire           late_mal_set;             // ... and is malformed
     wire           late_prot_used;           // the flush reached the failed WQE (or dropped it)
-    reg  [1023:0]  late_prot;                // the QP's first WQE not started failed its lkey check or memory operation behind a Read
+    reg  [1023:0]  late_prot;                // the QP's first WQE not started failed behind a Read
+    reg  [1023:0]  late_mal;                 // ... because it is malformed
     wire           late_prot_cur;
+    wire           late_mal_cur;
     reg            push0_v;
     reg  [9:0]     push0_qp;
     reg  [15:0]    push0_idx;                // its SQ index
@@ -5431,6 +5434,7 @@ module card_tx_w64 (
     assign term_pend_cur = |(term_pend & qcur_1h);
     assign term_blame_cur = |(term_blame & qcur_1h);
     assign late_prot_cur = |(late_prot & qcur_1h);
+    assign late_mal_cur = |(late_mal & qcur_1h);
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
     assign end_can = s_end_valid & ~s_end_lost;
@@ -9094,7 +9098,8 @@ module card_tx_w64 (
     assign new_sq_ci = wqe_fault_again ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
     assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
-    assign late_prot_set = ((in_state11 & prot_late) & ~wqe_mal) & ~wqe_fault;
+    assign late_prot_set = (in_state11 & prot_late) & ~wqe_fault;
+    assign late_mal_set = ((in_state11 & prot_late) & wqe_mal) & ~wqe_fault;
     assign late_prot_used = (in_state11 & late_prot_cur) & (wqe_fault_again | (flush_mode & (cur_sq_ci == cur_sq_next)));
     assign late_prot_flush = (((flush_mode & ~sent_done) & late_prot_cur) & (cur_sq_ci == cur_sq_next)) & ~wqe_fault_again;
     assign flush_err = (flush_mode & ~sent_done) & ~late_prot_flush;
@@ -10431,6 +10436,14 @@ module card_tx_w64 (
             late_prot <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             late_prot <= ((late_prot & ~(qcur_1h & {1024{late_prot_used}})) & ~(qterm_1h & {1024{cmd_create}})) | (qcur_1h & {1024{late_prot_set}});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            late_mal <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            late_mal <= ((late_mal & ~(qcur_1h & {1024{late_prot_used}})) & ~(qterm_1h & {1024{cmd_create}})) | (qcur_1h & {1024{late_mal_set}});
         end
     end
 
@@ -12045,7 +12058,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_mal <= cq0_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
+        cq0_mal <= cq0_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
     end
 
     always @(posedge clk) begin
@@ -12109,7 +12122,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_mal <= cq1_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
+        cq1_mal <= cq1_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
     end
 
     always @(posedge clk) begin
@@ -12173,7 +12186,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_mal <= cq2_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
+        cq2_mal <= cq2_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
     end
 
     always @(posedge clk) begin
@@ -12237,7 +12250,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_mal <= cq3_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
+        cq3_mal <= cq3_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
     end
 
     always @(posedge clk) begin
@@ -12301,7 +12314,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_mal <= cq4_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
+        cq4_mal <= cq4_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
     end
 
     always @(posedge clk) begin
@@ -12365,7 +12378,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_mal <= cq5_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
+        cq5_mal <= cq5_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
     end
 
     always @(posedge clk) begin
@@ -12429,7 +12442,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_mal <= cq6_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
+        cq6_mal <= cq6_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
     end
 
     always @(posedge clk) begin
@@ -12493,7 +12506,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_mal <= cq7_push ? (pub_go ? 1'h0 : wqe_mal) : cq7_mal;
+        cq7_mal <= cq7_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : cq7_mal;
     end
 
     always @(posedge clk) begin

@@ -35,16 +35,16 @@
 -- to placement's mop port (m_mop) when they start and send nothing: the STag
 -- is invalidated, or the window's entry written, before the next WQE starts;
 -- one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
--- the QP as a failed lkey check does (a WQE that fails so behind an
--- outstanding Read completes after the Read, which the QP's flush completes
--- first, with its own status). A malformed WQE (an opcode the SQ does not
--- take, an inline length or SGL its blocks cannot hold, a bad BBS) completes
--- with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as
--- the card model does. A DMA error response to a WQE read (a new WQE's, before
--- anything of it is sent) fails the QP as the card model's fetch does: a
--- DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0;
--- m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local
--- Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+-- the QP as a failed lkey check does (a WQE that fails so, or is malformed,
+-- behind an outstanding Read completes after the Read, which the QP's flush
+-- completes first, with its own status). A malformed WQE (an opcode the SQ
+-- does not take, an inline length or SGL its blocks cannot hold, a bad BBS)
+-- completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
+-- Terminate, as the card model does. A DMA error response to a WQE read (a new
+-- WQE's, before anything of it is sent) fails the QP as the card model's fetch
+-- does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
+-- 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
+-- Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 -- dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
 -- report it too. A read error of a WQE fetched to flush it (the QP in error)
 -- raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
@@ -390,9 +390,12 @@ architecture rtl of card_tx_w64 is
     signal term_blame_used : std_logic;      -- the engine's flushed WQE took its QP's blame
     signal term_blame_cur : std_logic;
     signal late_prot_set : std_logic;        -- the engine's WQE failed behind an outstanding Read
+    signal late_mal_set : std_logic;         -- ... and is malformed
     signal late_prot_used : std_logic;       -- the flush reached the failed WQE (or dropped it)
-    signal late_prot : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP's first WQE not started failed its lkey check or memory operation behind a Read
+    signal late_prot : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP's first WQE not started failed behind a Read
+    signal late_mal : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- ... because it is malformed
     signal late_prot_cur : std_logic;
+    signal late_mal_cur : std_logic;
     signal push0_v : std_logic := '0';
     signal push0_qp : std_logic_vector(9 downto 0);
     signal push0_idx : std_logic_vector(15 downto 0); -- its SQ index
@@ -5476,6 +5479,7 @@ begin
     term_pend_cur <= or (term_pend and qcur_1h);
     term_blame_cur <= or (term_blame and qcur_1h);
     late_prot_cur <= or (late_prot and qcur_1h);
+    late_mal_cur <= or (late_mal and qcur_1h);
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
     end_can <= s_end_valid and (not s_end_lost);
@@ -9146,7 +9150,8 @@ begin
     new_sq_ci <= mux(wqe_fault_again, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
     prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
-    late_prot_set <= ((in_state11 and prot_late) and (not wqe_mal)) and (not wqe_fault);
+    late_prot_set <= (in_state11 and prot_late) and (not wqe_fault);
+    late_mal_set <= ((in_state11 and prot_late) and wqe_mal) and (not wqe_fault);
     late_prot_used <= (in_state11 and late_prot_cur) and (wqe_fault_again or (flush_mode and b2l(cur_sq_ci = cur_sq_next)));
     late_prot_flush <= (((flush_mode and (not sent_done)) and late_prot_cur) and b2l(cur_sq_ci = cur_sq_next)) and (not wqe_fault_again);
     flush_err <= (flush_mode and (not sent_done)) and (not late_prot_flush);
@@ -10527,6 +10532,17 @@ begin
                 late_prot <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 late_prot <= ((late_prot and (not (qcur_1h and std_logic_vector'(1023 downto 0 => late_prot_used)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qcur_1h and std_logic_vector'(1023 downto 0 => late_prot_set));
+            end if;
+        end if;
+    end process;
+
+    late_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                late_mal <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                late_mal <= ((late_mal and (not (qcur_1h and std_logic_vector'(1023 downto 0 => late_prot_used)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qcur_1h and std_logic_vector'(1023 downto 0 => late_mal_set));
             end if;
         end if;
     end process;
@@ -12966,7 +12982,7 @@ begin
     cq0_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
+            cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
         end if;
     end process;
 
@@ -13078,7 +13094,7 @@ begin
     cq1_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
+            cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
         end if;
     end process;
 
@@ -13190,7 +13206,7 @@ begin
     cq2_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
+            cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
         end if;
     end process;
 
@@ -13302,7 +13318,7 @@ begin
     cq3_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
+            cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
         end if;
     end process;
 
@@ -13414,7 +13430,7 @@ begin
     cq4_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
+            cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
         end if;
     end process;
 
@@ -13526,7 +13542,7 @@ begin
     cq5_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
+            cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
         end if;
     end process;
 
@@ -13638,7 +13654,7 @@ begin
     cq6_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
+            cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
         end if;
     end process;
 
@@ -13750,7 +13766,7 @@ begin
     cq7_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal), cq7_mal);
+            cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), cq7_mal);
         end if;
     end process;
 

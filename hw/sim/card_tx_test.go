@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -464,6 +465,8 @@ func TestCardTx(t *testing.T) {
 // error with a Local Catastrophic Terminate after the bytes before it,
 // and what is posted behind it is flushed (a bad BBS takes every block
 // posted with it); every stream, CQE and SQ_CI must be the model's.
+// Behind an RDMA Read whose response never comes, each completes so
+// after the Read's WR_FLUSH_ERR.
 func TestCardTxMalformed(t *testing.T) {
 	rows := []struct {
 		name string
@@ -480,51 +483,62 @@ func TestCardTxMalformed(t *testing.T) {
 		{"BBS past what was posted", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetBBS(3) }, 2, true},
 	}
 	for _, w := range gen.CardTxWidths {
-		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			seed := seedFor(t.Name())
-			b := newGatherBench(t, w, seed, len(rows)+1)
-			b.errOK = true
-			good := b.qps[len(rows)]
-			for _, q := range b.qps {
-				b.post(q, 200)
-				b.ring(q)
-			}
-			b.runModel()
-			b.runRTL(1_000_000)
-			for i, row := range rows {
-				q := b.qps[i]
-				wqe := make([]byte, row.bbs*cs.BB)
-				h := cs.WQE(wqe)
-				row.set(h)
-				h.SetWRID(0xbad0 + uint64(i))
-				h.SetSignaled(b.rng.Chance(128))
-				b.putSQ(q, wqe)
-				q.pi += uint16(row.bbs)
-				q.pending = true
-				// Work posted behind it is flushed.
-				if !row.last && b.rng.Chance(128) && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs {
-					b.post(q, 100)
+		for _, name := range []string{fmt.Sprint(w), fmt.Sprintf("%d/behind a Read", w)} {
+			t.Run(name, func(t *testing.T) {
+				seed := seedFor(t.Name())
+				b := newGatherBench(t, w, seed, len(rows)+1)
+				b.errOK = true
+				good := b.qps[len(rows)]
+				for _, q := range b.qps {
+					b.post(q, 200)
+					b.ring(q)
 				}
-				b.ring(q)
-			}
-			b.post(good, 300)
-			b.ring(good)
-			b.runModel()
-			b.runRTL(1_000_000)
-			halt, hq, _ := b.rtl.Halted()
-			require.False(t, halt, "seed %d: QP %d halted", seed, hq)
-			for i, row := range rows {
-				q := b.qps[i]
-				var got *CardTxRecord
-				for k := range b.rtl.Records {
-					if r := &b.rtl.Records[k]; r.QPN == q.cfg.Num && r.CQE && r.WRID == 0xbad0+uint64(i) {
-						got = r
+				b.runModel()
+				b.runRTL(1_000_000)
+				behind := strings.HasSuffix(name, "behind a Read")
+				if behind {
+					b.readSink()
+					b.noFence, b.hold = true, true
+				}
+				for i, row := range rows {
+					q := b.qps[i]
+					// (The Read takes up to 2 blocks, where the SQ has room.)
+					if behind && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= row.bbs+2 {
+						b.postRead(q)
 					}
+					wqe := make([]byte, row.bbs*cs.BB)
+					h := cs.WQE(wqe)
+					row.set(h)
+					h.SetWRID(0xbad0 + uint64(i))
+					h.SetSignaled(b.rng.Chance(128))
+					b.putSQ(q, wqe)
+					q.pi += uint16(row.bbs)
+					q.pending = true
+					// Work posted behind it is flushed.
+					if !row.last && b.rng.Chance(128) && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs {
+						b.post(q, 100)
+					}
+					b.ring(q)
 				}
-				require.NotNil(t, got, "seed %d QP %d (%s): no CQE", seed, q.cfg.Num, row.name)
-				require.EqualValues(t, cs.WCStatusLocQPOpErr, got.Status, "seed %d QP %d (%s): status", seed, q.cfg.Num, row.name)
-			}
-			b.compare()
-		})
+				b.post(good, 300)
+				b.ring(good)
+				b.runModel()
+				b.runRTL(1_000_000)
+				halt, hq, _ := b.rtl.Halted()
+				require.False(t, halt, "seed %d: QP %d halted", seed, hq)
+				for i, row := range rows {
+					q := b.qps[i]
+					var got *CardTxRecord
+					for k := range b.rtl.Records {
+						if r := &b.rtl.Records[k]; r.QPN == q.cfg.Num && r.CQE && r.WRID == 0xbad0+uint64(i) {
+							got = r
+						}
+					}
+					require.NotNil(t, got, "seed %d QP %d (%s): no CQE", seed, q.cfg.Num, row.name)
+					require.EqualValues(t, cs.WCStatusLocQPOpErr, got.Status, "seed %d QP %d (%s): status", seed, q.cfg.Num, row.name)
+				}
+				b.compare()
+			})
+		}
 	}
 }
