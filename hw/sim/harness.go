@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
@@ -350,9 +352,18 @@ func LibPath(module string, trace bool) string {
 	return filepath.Join(dir, "lib"+module+".so")
 }
 
-// Build runs make for the given files (absolute paths under the repository).
+// Build runs make for the given files (absolute paths under the
+// repository). It holds an exclusive lock on build/hw/sim/.build.lock
+// meanwhile, so that test processes run at once (go test ./... runs
+// packages in parallel: hw/sim and host/driver/simcard both build the
+// card's library) never verilate the same library together.
 func Build(targets ...string) error {
 	root := RepoRoot()
+	unlock, err := lockBuild(filepath.Join(root, "build", "hw", "sim"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	args := []string{"-C", root, "--no-print-directory", "-j2"}
 	for _, t := range targets {
 		rel, err := filepath.Rel(root, t)
@@ -367,6 +378,28 @@ func Build(targets ...string) error {
 		return fmt.Errorf("%w: make %v: %v\n%s", ErrLibrary, targets, err, out)
 	}
 	return nil
+}
+
+// lockBuild takes the exclusive lock on dir/.build.lock, saying so on
+// stderr when another process holds it (its build may take minutes), and
+// returns the function that releases it.
+func lockBuild(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLibrary, err)
+	}
+	path := filepath.Join(dir, ".build.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLibrary, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "hw/sim: waiting for another process building co-simulation libraries (%s)\n", path)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%w: locking %s: %v", ErrLibrary, path, err)
+		}
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
 var (
