@@ -149,15 +149,7 @@ type CardCQOut struct {
 	Tight      [cs.MaxCQ / 64]uint64 // cq_tight, bit n of word n/64 for CQ n
 	CplBusy    bool
 
-	// The AXI4 write master (awid is always 0).
-	AWValid         bool
-	AWAddr          uint64
-	AWLen           uint8
-	AWSize, AWBurst uint8
-	WValid, WLast   bool
-	WData           []byte // the model's buffer, valid until the next Step
-	WStrb           uint64
-	BReady          bool
+	AXIWr // the AXI4 write master (its dma_wr's)
 }
 
 // Operation kinds, in stage A's order of priority.
@@ -325,7 +317,7 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 		}
 	}
 	take := (ctl || grant >= 0) && bFree && !initAct && !in.Reset
-	*out = CardCQOut{WData: out.WData}
+	*out = CardCQOut{AXIWr: AXIWr{WData: out.WData}}
 	out.CmdReady = take && !m.eqCfgPend && in.CmdValid
 	out.EQDBReady = take && !m.eqCfgPend && !in.CmdValid && in.EQDBValid
 	out.CQDBReady = take && grant == 0
@@ -671,8 +663,7 @@ func (m *CardCQ) emit(in *CardCQIn, out *CardCQOut) {
 	x.AWReady, x.WReady, x.BValid, x.BResp = in.AWReady, in.WReady, in.BValid, in.BResp
 	o := &m.dwOut
 	m.dw.Step(x, o)
-	out.AWValid, out.AWAddr, out.AWLen, out.AWSize, out.AWBurst = o.AWValid, o.AWAddr, o.AWLen, o.AWSize, o.AWBurst
-	out.WValid, out.WLast, out.WData, out.WStrb, out.BReady = o.WValid, o.WLast, o.WData, o.WStrb, o.BReady
+	out.AXIWr = o.AXIWr
 
 	// The fault RAM is read (the done's write) before it is written.
 	if o.DValid {

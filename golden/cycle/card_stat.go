@@ -124,14 +124,7 @@ type CardStatOut struct {
 	DoneValid bool // the update put the QP in CLOSED or ERROR
 	DoneQPN   uint16
 
-	// The status writes' AXI master (card_stat's dma_wr; AWID is 0).
-	AWValid                bool
-	AWAddr                 uint64
-	AWLen, AWSize, AWBurst uint8
-	WValid, WLast          bool
-	WData                  []byte // the model's buffer, valid until the next Step
-	WStrb                  uint64
-	BReady                 bool
+	AXIWr // the status writes' AXI master (card_stat's dma_wr)
 }
 
 // statCtx is what card_stat keeps of a QP.
@@ -523,8 +516,7 @@ func (c *CardStat) Step(in *CardStatIn, out *CardStatOut) {
 		EndValid: endV, FaultValid: faultTaken, Fatal: c.fatal,
 		Busy:      !idle || c.n > 0,
 		DoneValid: calc && res.done,
-		AWValid:   do.AWValid, AWAddr: do.AWAddr, AWLen: do.AWLen, AWSize: do.AWSize, AWBurst: do.AWBurst,
-		WValid: do.WValid, WLast: do.WLast, WData: do.WData, WStrb: do.WStrb, BReady: do.BReady,
+		AXIWr:     do.AXIWr,
 	}
 	if h.ev {
 		out.EvType, out.EvInfo = h.evType, h.info

@@ -29,19 +29,25 @@ type DMAWrIn struct {
 	DReady   bool
 }
 
+// AXIWr is one cycle of an AXI4 write master's outputs (AWID is always
+// 0): dma_wr's, and those of the blocks that write through one.
+type AXIWr struct {
+	AWValid         bool
+	AWAddr          uint64
+	AWLen           uint8
+	AWSize, AWBurst uint8
+	WValid, WLast   bool
+	WData           []byte // the model's buffer, valid until the next Step
+	WStrb           uint64
+	BReady          bool
+}
+
 // DMAWrOut is one cycle of dma_wr outputs.
 type DMAWrOut struct {
 	ReqReady, SReady bool
-	AWValid          bool
-	AWAddr           uint64
-	AWLen            uint8
-	AWSize, AWBurst  uint8
-	WValid, WLast    bool
-	WData            []byte // the model's buffer, valid until the next Step
-	WStrb            uint64
-	BReady           bool
-	DValid, DErr     bool
-	DTag             uint32
+	AXIWr
+	DValid, DErr bool
+	DTag         uint32
 }
 
 type dmaWrReq struct {

@@ -27,14 +27,8 @@ type PlaceAXIIn struct {
 type PlaceAXIOut struct {
 	Ready bool // s_dma_ready
 
-	AWAddr          uint64
-	AWSize, AWBurst uint8
-	AWValid         bool
-	WData           []byte
-	WStrb           uint64
-	WLast, WValid   bool
-	BReady          bool
-	BErr            bool // a write response with SLVERR or DECERR is taken
+	AXIWr      // single beats: AWLen 0
+	BErr  bool // a write response with SLVERR or DECERR is taken
 }
 
 // PlaceAXI is place_axi's cycle model.
@@ -55,8 +49,8 @@ func NewPlaceAXI(width int) *PlaceAXI {
 // Step returns this cycle's outputs and takes the clock edge.
 func (p *PlaceAXI) Step(in PlaceAXIIn) PlaceAXIOut {
 	awFree, wFree := !p.awV || in.AWReady, !p.wV || in.WReady
-	o := PlaceAXIOut{Ready: awFree && wFree && p.out < PlaceAXIMaxOut, AWValid: p.awV, WLast: p.wV, WValid: p.wV,
-		BReady: p.out != 0, WData: make([]byte, p.lanes)}
+	o := PlaceAXIOut{Ready: awFree && wFree && p.out < PlaceAXIMaxOut,
+		AXIWr: AXIWr{AWValid: p.awV, WLast: p.wV, WValid: p.wV, BReady: p.out != 0, WData: make([]byte, p.lanes)}}
 	if p.awV {
 		o.AWAddr, o.AWSize, o.AWBurst = p.addr, uint8(log2u(uint32(p.lanes))), 1 // INCR
 	}

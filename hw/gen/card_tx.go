@@ -416,20 +416,26 @@ func CardTx(width int) (*Module, error) {
 	set1h := dec("qset", fPushQP)
 	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
 	isQueued := func(name string, q Expr) Expr { return RedOr(And(queued, dec(name, q))) }
-	termPend := m.RegDecl("term_pend", CardTxQPs, "the QP has a Terminate to send")
-	termSent := m.Wire("term_sent", 1, "the engine wrote its QP's Terminate back")
 	curHot := dec("qcur", cur)
 	tset1h := dec("qterm", qpNum)
-	m.Drive(termPend, big.NewInt(0), Or(And(termPend, Not(And(curHot, Rep(termSent, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
-		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs))), nil)
+	// qpFlag is a bit per QP: set by sets (one-hot vectors), cleared when
+	// the engine's QP uses it (used) and by CREATE.
+	qpFlag := func(name, doc string, used Expr, sets ...Expr) *Signal {
+		v := m.RegDecl(name, CardTxQPs, doc)
+		keep := And(v, Not(And(curHot, Rep(used, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs))))
+		m.Drive(v, big.NewInt(0), Or(keep, sets[0], sets[1:]...), nil)
+		return v
+	}
+	termSent := m.Wire("term_sent", 1, "the engine wrote its QP's Terminate back")
+	termPend := qpFlag("term_pend", "the QP has a Terminate to send", termSent,
+		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs)))
 	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
 	// The peer's Terminate blames the oldest WQE the card started and did
 	// not finish (the model's fail): the first flushed WQE that was
 	// started completes with the cause's status instead of WR_FLUSH_ERR.
-	blame := m.RegDecl("term_blame", CardTxQPs, "a Terminate received blames the QP's oldest WQE started and not done")
 	blameUsed := m.Wire("term_blame_used", 1, "the engine's flushed WQE took its QP's blame")
-	m.Drive(blame, big.NewInt(0), Or(And(blame, Not(And(curHot, Rep(blameUsed, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
-		And(tset1h, Rep(And(termNew, tmRecv), CardTxQPs))), nil)
+	blame := qpFlag("term_blame", "a Terminate received blames the QP's oldest WQE started and not done", blameUsed,
+		And(tset1h, Rep(And(termNew, tmRecv), CardTxQPs)))
 	blameCur := m.WireOf("term_blame_cur", RedOr(And(blame, curHot)), "")
 	// A WQE that fails its lkey check or memory operation, or is
 	// malformed, behind an outstanding Read gives no record then (its
@@ -440,14 +446,8 @@ func CardTx(width int) (*Module, error) {
 	lateSet := m.Wire("late_prot_set", 1, "the engine's WQE failed behind an outstanding Read")
 	lateMalSet := m.Wire("late_mal_set", 1, "... and is malformed")
 	lateUsed := m.Wire("late_prot_used", 1, "the flush reached the failed WQE (or dropped it)")
-	lateVec := func(name, doc string, set Expr) *Signal {
-		v := m.RegDecl(name, CardTxQPs, doc)
-		m.Drive(v, big.NewInt(0), Or(And(v, Not(And(curHot, Rep(lateUsed, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
-			And(curHot, Rep(set, CardTxQPs))), nil)
-		return v
-	}
-	lateProt := lateVec("late_prot", "the QP's first WQE not started failed behind a Read", lateSet)
-	lateMal := lateVec("late_mal", "... because it is malformed", lateMalSet)
+	lateProt := qpFlag("late_prot", "the QP's first WQE not started failed behind a Read", lateUsed, And(curHot, Rep(lateSet, CardTxQPs)))
+	lateMal := qpFlag("late_mal", "... because it is malformed", lateUsed, And(curHot, Rep(lateMalSet, CardTxQPs)))
 	lateCur := m.WireOf("late_prot_cur", RedOr(And(lateProt, curHot)), "")
 	lateMalCur := m.WireOf("late_mal_cur", RedOr(And(lateMal, curHot)), "")
 	m.Assign(ctxRdAddr, popped)

@@ -348,15 +348,15 @@ module card_tx_w512 (
     wire [1023:0]  qclr_1h;
     wire [9:0]     qset_qp;
     wire [1023:0]  qset_1h;
-    reg  [1023:0]  term_pend;                // the QP has a Terminate to send
-    wire           term_sent;                // the engine wrote its QP's Terminate back
     wire [9:0]     qcur_qp;
     wire [1023:0]  qcur_1h;
     wire [9:0]     qterm_qp;
     wire [1023:0]  qterm_1h;
+    wire           term_sent;                // the engine wrote its QP's Terminate back
+    reg  [1023:0]  term_pend;                // the QP has a Terminate to send
     wire           term_pend_cur;            // the engine's QP has a Terminate to send
-    reg  [1023:0]  term_blame;               // a Terminate received blames the QP's oldest WQE started and not done
     wire           term_blame_used;          // the engine's flushed WQE took its QP's blame
+    reg  [1023:0]  term_blame;               // a Terminate received blames the QP's oldest WQE started and not done
     wire           term_blame_cur;
     wire           late_prot_set;            // the engine's WQE failed behind an outstanding Read
     wire           late_mal_set;             // ... and is malformed

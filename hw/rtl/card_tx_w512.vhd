@@ -379,15 +379,15 @@ architecture rtl of card_tx_w512 is
     signal qclr_1h : std_logic_vector(1023 downto 0);
     signal qset_qp : std_logic_vector(9 downto 0);
     signal qset_1h : std_logic_vector(1023 downto 0);
-    signal term_pend : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP has a Terminate to send
-    signal term_sent : std_logic;            -- the engine wrote its QP's Terminate back
     signal qcur_qp : std_logic_vector(9 downto 0);
     signal qcur_1h : std_logic_vector(1023 downto 0);
     signal qterm_qp : std_logic_vector(9 downto 0);
     signal qterm_1h : std_logic_vector(1023 downto 0);
+    signal term_sent : std_logic;            -- the engine wrote its QP's Terminate back
+    signal term_pend : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP has a Terminate to send
     signal term_pend_cur : std_logic;        -- the engine's QP has a Terminate to send
-    signal term_blame : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a Terminate received blames the QP's oldest WQE started and not done
     signal term_blame_used : std_logic;      -- the engine's flushed WQE took its QP's blame
+    signal term_blame : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a Terminate received blames the QP's oldest WQE started and not done
     signal term_blame_cur : std_logic;
     signal late_prot_set : std_logic;        -- the engine's WQE failed behind an outstanding Read
     signal late_mal_set : std_logic;         -- ... and is malformed

@@ -28,10 +28,9 @@ type cardCQPorts struct {
 	irqValid, irqReady, irqVec                            Port
 	ovValid, ovReady, ovCQ, fault, fatal, lost, initDone  Port
 	tight, cplBusy                                        Port
-	awAddr, awLen, awSize, awBurst, awValid, awReady      Port
-	wData, wStrb, wLast, wValid, wReady                   Port
-	bID, bResp, bValid, bReady                            Port
-	lanes                                                 int
+	axiWrPorts
+	awReady, wReady, bID, bResp, bValid Port
+	lanes                               int
 }
 
 func lookupCardCQPorts(l Layout, sources int) (cardCQPorts, error) {
@@ -57,10 +56,9 @@ func lookupCardCQPorts(l Layout, sources int) (cardCQPorts, error) {
 	p.ovValid, p.ovReady, p.ovCQ = s.out("m_overrun_valid"), s.in("m_overrun_ready"), s.out("m_overrun_cq")
 	p.fault, p.fatal, p.lost, p.initDone = s.out("m_fault_valid"), s.out("fatal"), s.out("events_lost"), s.out("init_done")
 	p.tight, p.cplBusy = s.out("cq_tight"), s.out("cpl_busy")
-	p.awAddr, p.awLen, p.awSize, p.awBurst = s.out("m_axi_awaddr"), s.out("m_axi_awlen"), s.out("m_axi_awsize"), s.out("m_axi_awburst")
-	p.awValid, p.awReady = s.out("m_axi_awvalid"), s.in("m_axi_awready")
-	p.wData, p.wStrb, p.wLast, p.wValid, p.wReady = s.out("m_axi_wdata"), s.out("m_axi_wstrb"), s.out("m_axi_wlast"), s.out("m_axi_wvalid"), s.in("m_axi_wready")
-	p.bID, p.bResp, p.bValid, p.bReady = s.in("m_axi_bid"), s.in("m_axi_bresp"), s.in("m_axi_bvalid"), s.out("m_axi_bready")
+	p.axiWrPorts = s.axiWr()
+	p.awReady, p.wReady = s.in("m_axi_awready"), s.in("m_axi_wready")
+	p.bID, p.bResp, p.bValid = s.in("m_axi_bid"), s.in("m_axi_bresp"), s.in("m_axi_bvalid")
 	p.lanes = p.wData.Width / 8
 	return p, s.err
 }

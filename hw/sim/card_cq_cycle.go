@@ -35,9 +35,9 @@ func CardCQBench(width int) (*Bench, error) {
 // awid.
 type cardCQCyclePorts struct {
 	cardCQPorts
-	evStop                              []Port
-	faultAddr, faultQPN, faultEQE, awID Port
-	outs                                map[string]bool // every output the model sets
+	evStop                        []Port
+	faultAddr, faultQPN, faultEQE Port
+	outs                          map[string]bool // every output the model sets
 }
 
 func lookupCardCQCyclePorts(l Layout, sources int) (cardCQCyclePorts, error) {
@@ -50,15 +50,14 @@ func lookupCardCQCyclePorts(l Layout, sources int) (cardCQCyclePorts, error) {
 	for i := 0; i < sources; i++ {
 		p.evStop = append(p.evStop, s.in(fmt.Sprintf("s_ev%d_stop", i)))
 	}
-	p.faultAddr, p.faultQPN, p.faultEQE, p.awID = s.out("m_fault_addr"), s.out("m_fault_qpn"), s.out("m_fault_eqe"), s.out("m_axi_awid")
+	p.faultAddr, p.faultQPN, p.faultEQE = s.out("m_fault_addr"), s.out("m_fault_qpn"), s.out("m_fault_eqe")
 	if s.err != nil {
 		return p, s.err
 	}
 	// The model must set every output: the harness reuses its buffers.
 	p.outs = map[string]bool{}
-	for _, q := range []Port{p.dbReady, p.cmdReady, p.eqdbReady, p.irqValid, p.irqVec, p.ovValid, p.ovCQ, p.fault,
-		p.faultAddr, p.faultQPN, p.faultEQE, p.fatal, p.lost, p.initDone, p.tight, p.cplBusy, p.awID, p.awAddr, p.awLen,
-		p.awSize, p.awBurst, p.awValid, p.wData, p.wStrb, p.wLast, p.wValid, p.bReady} {
+	for _, q := range append([]Port{p.dbReady, p.cmdReady, p.eqdbReady, p.irqValid, p.irqVec, p.ovValid, p.ovCQ, p.fault,
+		p.faultAddr, p.faultQPN, p.faultEQE, p.fatal, p.lost, p.initDone, p.tight, p.cplBusy}, p.axiWrPorts.ports()...) {
 		p.outs[q.Name] = true
 	}
 	for i := 0; i < sources; i++ {
@@ -161,17 +160,7 @@ func (a *cardCQModel) Step(in, out []uint32) {
 		out[p.tight.Offset+k] = uint32(o.Tight[k/2] >> (32 * (k % 2)))
 	}
 	p.cplBusy.Set(out, b2u(o.CplBusy))
-	p.awID.Set(out, 0)
-	p.awAddr.Set(out, o.AWAddr)
-	p.awLen.Set(out, uint64(o.AWLen))
-	p.awSize.Set(out, uint64(o.AWSize))
-	p.awBurst.Set(out, uint64(o.AWBurst))
-	p.awValid.Set(out, b2u(o.AWValid))
-	p.wData.SetBytes(out, o.WData)
-	p.wStrb.Set(out, o.WStrb)
-	p.wLast.Set(out, b2u(o.WLast))
-	p.wValid.Set(out, b2u(o.WValid))
-	p.bReady.Set(out, b2u(o.BReady))
+	p.axiWrPorts.set(out, &o.AXIWr)
 }
 
 // The per-cycle driver's address map: CQ n's ring at cqBase(n) (2 MiB

@@ -59,8 +59,7 @@ type cardStatCyclePorts struct {
 	endV, endQPN, endLost                     Port
 	fltV, fltQPN, fltAddr, fatal, busy        Port
 	doneV, doneQPN                            Port
-	awID, awAddr, awLen, awSize, awBurst, awV Port
-	wData, wStrb, wLast, wV, bR               Port
+	axiWrPorts
 }
 
 func lookupCardStatCyclePorts(l Layout) (cardStatCyclePorts, error) {
@@ -89,9 +88,7 @@ func lookupCardStatCyclePorts(l Layout) (cardStatCyclePorts, error) {
 	p.endV, p.endQPN, p.endLost = s.out("m_end_valid"), s.out("m_end_qpn"), s.out("m_end_lost")
 	p.fltV, p.fltQPN, p.fltAddr = s.out("m_fault_valid"), s.out("m_fault_qpn"), s.out("m_fault_addr")
 	p.fatal, p.busy, p.doneV, p.doneQPN = s.out("fatal"), s.out("busy"), s.out("m_done_valid"), s.out("m_done_qpn")
-	p.awID, p.awAddr, p.awLen, p.awSize = s.out("m_axi_awid"), s.out("m_axi_awaddr"), s.out("m_axi_awlen"), s.out("m_axi_awsize")
-	p.awBurst, p.awV = s.out("m_axi_awburst"), s.out("m_axi_awvalid")
-	p.wData, p.wStrb, p.wLast, p.wV, p.bR = s.out("m_axi_wdata"), s.out("m_axi_wstrb"), s.out("m_axi_wlast"), s.out("m_axi_wvalid"), s.out("m_axi_bready")
+	p.axiWrPorts = s.axiWr()
 	return p, s.err
 }
 
@@ -215,17 +212,7 @@ func (a *cardStatModel) Step(in, out []uint32) {
 	p.busy.Set(out, b2u(o.Busy))
 	p.doneV.Set(out, b2u(o.DoneValid))
 	p.doneQPN.Set(out, uint64(o.DoneQPN))
-	p.awID.Set(out, 0)
-	p.awAddr.Set(out, o.AWAddr)
-	p.awLen.Set(out, uint64(o.AWLen))
-	p.awSize.Set(out, uint64(o.AWSize))
-	p.awBurst.Set(out, uint64(o.AWBurst))
-	p.awV.Set(out, b2u(o.AWValid))
-	p.wData.SetBytes(out, o.WData)
-	p.wStrb.Set(out, o.WStrb)
-	p.wLast.Set(out, b2u(o.WLast))
-	p.wV.Set(out, b2u(o.WValid))
-	p.bR.Set(out, b2u(o.BReady))
+	p.axiWrPorts.set(out, &o.AXIWr)
 }
 
 // errStatRefused is the simulated IOMMU refusing a status write.

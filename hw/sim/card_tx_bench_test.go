@@ -46,7 +46,7 @@ func newCtxLoad(b *testing.B, width, nqp, n int, push bool, op cs.WQEOpcode) *ct
 func (l *ctxLoad) fill() {
 	bbs := max(1, (cs.WQEHdr+l.n+cs.BB-1)/cs.BB)
 	for _, q := range l.qps {
-		for int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= bbs {
+		for q.sqFree() >= bbs {
 			l.post(q, bbs)
 		}
 	}
@@ -285,7 +285,7 @@ func BenchmarkCardTxWriteThroughput(b *testing.B) {
 				}
 				warm, beats, pay := s.Cycles, s.WriteBeats, payload
 				for i := 0; i < b.N; i++ {
-					for int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) > 1 && len(s.dbs) < 4 {
+					for q.sqFree() > 1 && len(s.dbs) < 4 {
 						post()
 					}
 					step()

@@ -32,14 +32,14 @@ func TestCardTxStreamEnd(t *testing.T) {
 			r := b.rng
 			ended := map[*ctxQP]bool{}
 			traffic := func(q *ctxQP) {
-				free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+				free := q.sqFree()
 				for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
 					if !ended[q] && r.Chance(80) {
 						b.postRead(q)
 					} else {
 						b.post(q, 200)
 					}
-					free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					free = q.sqFree()
 				}
 				b.ring(q)
 			}
@@ -63,7 +63,7 @@ func TestCardTxStreamEnd(t *testing.T) {
 					q.rd.mute, q.late = true, true
 					mute = append(mute, q)
 					for k := 1 + r.IntN(int(max(q.cfg.ORD, 1))); k > 0; k-- {
-						if int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) < cs.MaxWQEBBs {
+						if q.sqFree() < cs.MaxWQEBBs {
 							break
 						}
 						b.postRead(q)

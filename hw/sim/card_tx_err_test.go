@@ -37,10 +37,7 @@ func (b *ctxBench) postJunk(q *ctxQP) {
 			}
 		}
 	}
-	b.putSQ(q, blks)
-	q.pi += uint16(n)
-	q.pending = true
-	q.posted++
+	b.postBlocks(q, blks)
 }
 
 // TestCardTxError co-simulates QP_CMD ERROR and DESTROY with the card
@@ -60,7 +57,7 @@ func TestCardTxError(t *testing.T) {
 				func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
 			r := b.rng
 			traffic := func(q *ctxQP, junk bool) {
-				free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+				free := q.sqFree()
 				for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
 					switch {
 					case junk && r.Chance(100):
@@ -70,7 +67,7 @@ func TestCardTxError(t *testing.T) {
 					default:
 						b.post(q, 200)
 					}
-					free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					free = q.sqFree()
 				}
 				b.ring(q)
 			}

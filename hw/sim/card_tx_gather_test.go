@@ -118,10 +118,7 @@ func (b *ctxBench) postSGL(q *ctxQP, op cs.WQEOpcode, sgl [][3]uint64) uint64 {
 		e.SetLength(uint32(s[1]))
 		e.SetLKey(uint32(s[2]))
 	}
-	b.putSQ(q, wqe)
-	q.pi += uint16(bbs)
-	q.posted++
-	q.pending = true
+	b.postBlocks(q, wqe)
 	return id
 }
 
@@ -136,10 +133,7 @@ func (b *ctxBench) postLocalInv(q *ctxQP, stag mem.STag) uint64 {
 	id := b.rng.Uint64()
 	h.SetWRID(id)
 	h.SetInvSTag(uint32(stag))
-	b.putSQ(q, wqe)
-	q.pi++
-	q.posted++
-	q.pending = true
+	b.postBlocks(q, wqe)
 	return id
 }
 
@@ -192,7 +186,7 @@ func TestCardTxGather(t *testing.T) {
 			gathered := 0
 			for round := 0; round < 16; round++ {
 				for _, q := range b.qps {
-					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					free := q.sqFree()
 					for k := r.IntN(5); k > 0 && free >= cs.MaxWQEBBs; k-- {
 						if r.Chance(60) {
 							b.post(q, cs.MaxInline)
@@ -204,7 +198,7 @@ func TestCardTxGather(t *testing.T) {
 							b.postSGL(q, ops[r.IntN(len(ops))], b.randomSGL(maxLen))
 							gathered++
 						}
-						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+						free = q.sqFree()
 					}
 					b.ring(q)
 				}
@@ -251,8 +245,7 @@ func TestCardTxLocalProtection(t *testing.T) {
 				before := b.rtl.RingBytes[q.cfg.Num]
 				if behind, ok := strings.CutSuffix(bad, " behind a Read"); ok {
 					bad = behind
-					b.readSink()
-					b.noFence, b.hold = true, true
+					b.holdReads()
 					b.postRead(q)
 				}
 				mr := b.mrs[0]
@@ -282,7 +275,7 @@ func TestCardTxLocalProtection(t *testing.T) {
 				}
 				// Work posted after it, as far as the SQ has room (the
 				// ring may be as small as 8 blocks): flushed.
-				for k := b.rng.IntN(3); k > 0 && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs; k-- {
+				for k := b.rng.IntN(3); k > 0 && q.sqFree() >= cs.MaxWQEBBs; k-- {
 					if b.rng.Chance(128) {
 						b.postSGL(q, cs.WQEOpcodeSend, b.randomSGL(3000))
 					} else {
@@ -291,7 +284,7 @@ func TestCardTxLocalProtection(t *testing.T) {
 				}
 				b.ring(q)
 				for _, g := range good {
-					for k := 0; k < 3 && int(uint16(1)<<g.cfg.SQLog)-int(g.pi-g.rtlSQCI) >= cs.MaxWQEBBs; k++ {
+					for k := 0; k < 3 && g.sqFree() >= cs.MaxWQEBBs; k++ {
 						b.postSGL(g, cs.WQEOpcodeSend, b.randomSGL(5000))
 					}
 					b.ring(g)

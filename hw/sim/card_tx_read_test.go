@@ -61,6 +61,13 @@ func (b *ctxBench) readSink() {
 	}
 }
 
+// holdReads makes the peer hold every Read Response (the Reads stay
+// outstanding) and fences nothing, so that WQEs posted behind a Read start.
+func (b *ctxBench) holdReads() {
+	b.readSink()
+	b.noFence, b.hold = true, true
+}
+
 // readState starts the Read peer of q afresh (new streams).
 func (b *ctxBench) readState(q *ctxQP) {
 	cfg := mpa.DeframerConfig{Markers: q.cfg.Markers, CRC: q.cfg.CRC, Rev: mpa.Rev1}
@@ -97,10 +104,7 @@ func (b *ctxBench) postRead(q *ctxQP) {
 		s.SetLength(n)
 		s.SetLKey(ctxSinkSTag)
 	}
-	b.putSQ(q, wqe)
-	q.pi += uint16(bbs)
-	q.pending = true
-	q.posted++
+	b.postBlocks(q, wqe)
 	if r.Chance(150) && !q.late {
 		b.ring(q)
 	}
@@ -199,8 +203,7 @@ func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 // postReads posts up to n WQEs to q while its SQ has room, each an RDMA
 // Read with chance reads out of 256, else an inline WQE, and rings SQ_PI.
 func (b *ctxBench) postReads(q *ctxQP, n, reads int) {
-	free := func() int { return int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI) }
-	for ; n > 0 && free() >= cs.MaxWQEBBs; n-- {
+	for ; n > 0 && q.sqFree() >= cs.MaxWQEBBs; n-- {
 		switch {
 		case b.rng.Chance(reads):
 			b.postRead(q)
@@ -335,7 +338,7 @@ func TestCardTxReadResponses(t *testing.T) {
 						}
 						continue
 					}
-					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					free := q.sqFree()
 					for k := r.IntN(4); k > 0 && free >= cs.MaxWQEBBs; k-- {
 						switch {
 						case r.Chance(80):
@@ -345,7 +348,7 @@ func TestCardTxReadResponses(t *testing.T) {
 						default:
 							b.post(q, cs.MaxInline)
 						}
-						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+						free = q.sqFree()
 					}
 					b.ring(q)
 				}
@@ -522,7 +525,7 @@ func TestCardTxRevokedSource(t *testing.T) {
 				// either side of it (the model takes it first).
 				b.runModel()
 				b.runRTL(1_000_000)
-				for k := 1 + b.rng.IntN(2); k > 0 && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs; k-- {
+				for k := 1 + b.rng.IntN(2); k > 0 && q.sqFree() >= cs.MaxWQEBBs; k-- {
 					b.post(q, cs.MaxInline) // flushed
 				}
 				b.ring(q)

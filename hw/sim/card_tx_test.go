@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -169,6 +168,19 @@ func (b *ctxBench) create(cq *ctxQP) {
 		b.readState(cq)
 		cq.rd.mFed = len(b.mRing[n]) // the model's earlier streams of n
 	}
+}
+
+// sqFree is how many blocks q's SQ has free (past those the RTL has not
+// taken).
+func (q *ctxQP) sqFree() int { return int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI) }
+
+// postBlocks writes wqe's blocks into q's SQ from SQ_PI on and posts them
+// (SQ_PI is rung later).
+func (b *ctxBench) postBlocks(q *ctxQP, wqe []byte) {
+	b.putSQ(q, wqe)
+	q.pi += uint16(len(wqe) / cs.BB)
+	q.posted++
+	q.pending = true
 }
 
 // putSQ writes wqe's blocks into q's SQ from SQ_PI on, in both memories
@@ -431,10 +443,10 @@ func TestCardTx(t *testing.T) {
 			r := b.rng
 			for round := 0; round < 40; round++ {
 				for _, q := range b.qps {
-					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					free := q.sqFree()
 					for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
 						b.post(q, cs.MaxInline)
-						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+						free = q.sqFree()
 					}
 					b.ring(q)
 				}
@@ -483,7 +495,11 @@ func TestCardTxMalformed(t *testing.T) {
 		{"BBS past what was posted", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetBBS(3) }, 2, true},
 	}
 	for _, w := range gen.CardTxWidths {
-		for _, name := range []string{fmt.Sprint(w), fmt.Sprintf("%d/behind a Read", w)} {
+		for _, behind := range []bool{false, true} {
+			name := fmt.Sprint(w)
+			if behind {
+				name += "/behind a Read"
+			}
 			t.Run(name, func(t *testing.T) {
 				seed := seedFor(t.Name())
 				b := newGatherBench(t, w, seed, len(rows)+1)
@@ -495,15 +511,13 @@ func TestCardTxMalformed(t *testing.T) {
 				}
 				b.runModel()
 				b.runRTL(1_000_000)
-				behind := strings.HasSuffix(name, "behind a Read")
 				if behind {
-					b.readSink()
-					b.noFence, b.hold = true, true
+					b.holdReads()
 				}
 				for i, row := range rows {
 					q := b.qps[i]
 					// (The Read takes up to 2 blocks, where the SQ has room.)
-					if behind && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= row.bbs+2 {
+					if behind && q.sqFree() >= row.bbs+2 {
 						b.postRead(q)
 					}
 					wqe := make([]byte, row.bbs*cs.BB)
@@ -511,11 +525,9 @@ func TestCardTxMalformed(t *testing.T) {
 					row.set(h)
 					h.SetWRID(0xbad0 + uint64(i))
 					h.SetSignaled(b.rng.Chance(128))
-					b.putSQ(q, wqe)
-					q.pi += uint16(row.bbs)
-					q.pending = true
+					b.postBlocks(q, wqe)
 					// Work posted behind it is flushed.
-					if !row.last && b.rng.Chance(128) && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs {
+					if !row.last && b.rng.Chance(128) && q.sqFree() >= cs.MaxWQEBBs {
 						b.post(q, 100)
 					}
 					b.ring(q)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/openiwarp/openiwarp/golden/cycle"
@@ -32,13 +33,48 @@ func dmaWrBench(width int, random bool) (*Bench, error) {
 	return b, nil
 }
 
+// axiWrPorts are an AXI4 write master's outputs, which a cycle model's
+// cycle.AXIWr drives.
+type axiWrPorts struct {
+	awID, awAddr, awLen, awSize, awBurst, awValid Port
+	wData, wStrb, wLast, wValid, bReady           Port
+}
+
+// axiWr looks up the m_axi_ write master's outputs.
+func (s *portSet) axiWr() axiWrPorts {
+	return axiWrPorts{awID: s.out("m_axi_awid"), awAddr: s.out("m_axi_awaddr"), awLen: s.out("m_axi_awlen"),
+		awSize: s.out("m_axi_awsize"), awBurst: s.out("m_axi_awburst"), awValid: s.out("m_axi_awvalid"),
+		wData: s.out("m_axi_wdata"), wStrb: s.out("m_axi_wstrb"), wLast: s.out("m_axi_wlast"),
+		wValid: s.out("m_axi_wvalid"), bReady: s.out("m_axi_bready")}
+}
+
+// ports lists them.
+func (p *axiWrPorts) ports() []Port {
+	return []Port{p.awID, p.awAddr, p.awLen, p.awSize, p.awBurst, p.awValid, p.wData, p.wStrb, p.wLast, p.wValid, p.bReady}
+}
+
+// set drives them from o.
+func (p *axiWrPorts) set(out []uint32, o *cycle.AXIWr) {
+	p.awID.Set(out, 0)
+	p.awAddr.Set(out, o.AWAddr)
+	p.awLen.Set(out, uint64(o.AWLen))
+	p.awSize.Set(out, uint64(o.AWSize))
+	p.awBurst.Set(out, uint64(o.AWBurst))
+	p.awValid.Set(out, b2u(o.AWValid))
+	p.wData.SetBytes(out, o.WData)
+	p.wStrb.Set(out, o.WStrb)
+	p.wLast.Set(out, b2u(o.WLast))
+	p.wValid.Set(out, b2u(o.WValid))
+	p.bReady.Set(out, b2u(o.BReady))
+}
+
 type dmaWrPorts struct {
-	rst, reqValid, reqReady, reqAddr, reqLen, reqTag       Port
-	sData, sValid, sReady                                  Port
-	awID, awAddr, awLen, awSize, awBurst, awValid, awReady Port
-	wData, wStrb, wLast, wValid, wReady                    Port
-	bID, bResp, bValid, bReady, dValid, dReady, dTag, dErr Port
-	lanes                                                  int
+	rst, reqValid, reqReady, reqAddr, reqLen, reqTag Port
+	sData, sValid, sReady                            Port
+	axiWrPorts
+	awReady, wReady                                Port
+	bID, bResp, bValid, dValid, dReady, dTag, dErr Port
+	lanes                                          int
 }
 
 func lookupDMAWrPorts(l Layout) (dmaWrPorts, error) {
@@ -49,14 +85,13 @@ func lookupDMAWrPorts(l Layout) (dmaWrPorts, error) {
 		"m_axi_awready": &p.awReady, "m_axi_wready": &p.wReady, "m_axi_bid": &p.bID, "m_axi_bresp": &p.bResp,
 		"m_axi_bvalid": &p.bValid, "m_done_ready": &p.dReady,
 	}, map[string]*Port{
-		"s_req_ready": &p.reqReady, "s_axis_tready": &p.sReady, "m_axi_awid": &p.awID,
-		"m_axi_awaddr": &p.awAddr, "m_axi_awlen": &p.awLen, "m_axi_awsize": &p.awSize,
-		"m_axi_awburst": &p.awBurst, "m_axi_awvalid": &p.awValid, "m_axi_wdata": &p.wData,
-		"m_axi_wstrb": &p.wStrb, "m_axi_wlast": &p.wLast, "m_axi_wvalid": &p.wValid,
-		"m_axi_bready": &p.bReady, "m_done_valid": &p.dValid, "m_done_tag": &p.dTag, "m_done_err": &p.dErr,
+		"s_req_ready": &p.reqReady, "s_axis_tready": &p.sReady,
+		"m_done_valid": &p.dValid, "m_done_tag": &p.dTag, "m_done_err": &p.dErr,
 	})
+	s := &portSet{l: l}
+	p.axiWrPorts = s.axiWr()
 	p.lanes = p.sData.Width / 8
-	return p, err
+	return p, errors.Join(err, s.err)
 }
 
 type dmaWrModel struct {
@@ -103,17 +138,7 @@ func (a *dmaWrModel) Step(in, out []uint32) {
 	a.m.Step(x, o)
 	p.reqReady.Set(out, b2u(o.ReqReady))
 	p.sReady.Set(out, b2u(o.SReady))
-	p.awID.Set(out, 0)
-	p.awAddr.Set(out, o.AWAddr)
-	p.awLen.Set(out, uint64(o.AWLen))
-	p.awSize.Set(out, uint64(o.AWSize))
-	p.awBurst.Set(out, uint64(o.AWBurst))
-	p.awValid.Set(out, b2u(o.AWValid))
-	p.wData.SetBytes(out, o.WData)
-	p.wStrb.Set(out, o.WStrb)
-	p.wLast.Set(out, b2u(o.WLast))
-	p.wValid.Set(out, b2u(o.WValid))
-	p.bReady.Set(out, b2u(o.BReady))
+	p.axiWrPorts.set(out, &o.AXIWr)
 	p.dValid.Set(out, b2u(o.DValid))
 	p.dTag.Set(out, uint64(o.DTag))
 	p.dErr.Set(out, b2u(o.DErr))

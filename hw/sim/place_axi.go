@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"github.com/openiwarp/openiwarp/golden/cycle"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -31,11 +32,10 @@ func PlaceAXIBench(width int) (*Bench, error) {
 }
 
 type placeAXIPorts struct {
-	rst, addr, data, strb, valid, ready  Port
-	awID, awAddr, awLen, awSize, awBurst Port
-	awValid, awReady                     Port
-	wData, wStrb, wLast, wValid, wReady  Port
-	bID, bResp, bValid, bReady, berr     Port
+	rst, addr, data, strb, valid, ready Port
+	axiWrPorts
+	awReady, wReady          Port
+	bID, bResp, bValid, berr Port
 }
 
 func lookupPlaceAXIPorts(l Layout) (placeAXIPorts, error) {
@@ -47,15 +47,14 @@ func lookupPlaceAXIPorts(l Layout) (placeAXIPorts, error) {
 		in   bool
 	}{{&p.rst, "rst", true}, {&p.addr, "s_dma_addr", true}, {&p.data, "s_dma_data", true}, {&p.strb, "s_dma_strb", true},
 		{&p.valid, "s_dma_valid", true}, {&p.ready, "s_dma_ready", false},
-		{&p.awID, "m_axi_awid", false}, {&p.awAddr, "m_axi_awaddr", false}, {&p.awLen, "m_axi_awlen", false},
-		{&p.awSize, "m_axi_awsize", false}, {&p.awBurst, "m_axi_awburst", false}, {&p.awValid, "m_axi_awvalid", false},
-		{&p.awReady, "m_axi_awready", true}, {&p.wData, "m_axi_wdata", false}, {&p.wStrb, "m_axi_wstrb", false},
-		{&p.wLast, "m_axi_wlast", false}, {&p.wValid, "m_axi_wvalid", false}, {&p.wReady, "m_axi_wready", true},
+		{&p.awReady, "m_axi_awready", true}, {&p.wReady, "m_axi_wready", true},
 		{&p.bID, "m_axi_bid", true}, {&p.bResp, "m_axi_bresp", true}, {&p.bValid, "m_axi_bvalid", true},
-		{&p.bReady, "m_axi_bready", false}, {&p.berr, "m_berr", false}} {
+		{&p.berr, "m_berr", false}} {
 		l.lookup(x.dst, x.name, x.in, &err)
 	}
-	return p, err
+	s := &portSet{l: l}
+	p.axiWrPorts = s.axiWr()
+	return p, errors.Join(err, s.err)
 }
 
 type placeAXIModel struct {
@@ -70,17 +69,7 @@ func (a *placeAXIModel) Step(in, out []uint32) {
 	o := a.m.Step(cycle.PlaceAXIIn{Reset: p.rst.Get(in) != 0, Addr: p.addr.Get(in), Data: data, Strb: p.strb.Get(in), Valid: p.valid.Get(in) != 0,
 		AWReady: p.awReady.Get(in) != 0, WReady: p.wReady.Get(in) != 0, BResp: uint8(p.bResp.Get(in)), BValid: p.bValid.Get(in) != 0})
 	p.ready.Set(out, b2u(o.Ready))
-	p.awID.Set(out, 0)
-	p.awAddr.Set(out, o.AWAddr)
-	p.awLen.Set(out, 0)
-	p.awSize.Set(out, uint64(o.AWSize))
-	p.awBurst.Set(out, uint64(o.AWBurst))
-	p.awValid.Set(out, b2u(o.AWValid))
-	p.wData.SetBytes(out, o.WData)
-	p.wStrb.Set(out, o.WStrb)
-	p.wLast.Set(out, b2u(o.WLast))
-	p.wValid.Set(out, b2u(o.WValid))
-	p.bReady.Set(out, b2u(o.BReady))
+	p.axiWrPorts.set(out, &o.AXIWr)
 	p.berr.Set(out, b2u(o.BErr))
 }
 
