@@ -136,6 +136,7 @@ type PlacementOut struct {
 	DMAAddr  uint64
 	DMAData  []byte // lanes without a strobe are zero
 	DMAStrb  uint64
+	DMAQP    uint32 // the block's connection
 
 	HostValid   bool
 	HostData    []byte
@@ -789,7 +790,7 @@ func (m *Placement) outputs(in *PlacementIn) PlacementOut {
 		if m.s3Strb == 0 || m.s3Done && !in.DoneReady {
 			break
 		}
-		o.DMAValid, o.DMAStrb = true, m.s3Strb
+		o.DMAValid, o.DMAStrb, o.DMAQP = true, m.s3Strb, m.s3Ctx.qp
 		o.DMAData = append(m.outData[:0], m.s3Data...)
 		o.DMAAddr = m.s3Vblk
 		if m.s3Paged {

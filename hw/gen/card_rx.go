@@ -212,13 +212,19 @@ func CardRx(width int) (*Module, error) {
 	// command and before a doorbell.
 	failTake := m.WireOf("fail_take", And(failValid, Not(cmdValid), canTake), "")
 	m.Assign(failReady, failTake)
+	// A payload write's fault (cardRxSend) is taken as one too, after
+	// those, and before a doorbell (none is taken while one waits).
+	wfGo := m.Wire("wf_take", 1, "a QP's first faulted payload write fails it")
+	wfQP := m.Wire("wf_take_qp", QB, "")
+	wfRdy := m.Wire("wf_none", 1, "no faulted payload write waits to fail its QP")
+	wfCan := m.WireOf("wf_can", And(Not(failValid), Not(cmdValid), canTake), "")
 	create := m.WireOf("cmd_create", And(cmdTake, Eq(cmdOp, C(4, 1))), "")
-	cmdErr := m.WireOf("cmd_error", Or(And(cmdTake, Eq(cmdOp, C(4, 3))), failTake), "QP_CMD ERROR or a card failure: the RQ is flushed")
-	errQPN := m.WireOf("cmd_qpn", Sel(failTake, zext(failQP, 16), cQPN), "the command's QP, or the failed one")
+	cmdErr := m.WireOf("cmd_error", Or(And(cmdTake, Eq(cmdOp, C(4, 3))), failTake, wfGo), "QP_CMD ERROR or a card failure: the RQ is flushed")
+	errQPN := m.WireOf("cmd_qpn", Sel(wfGo, zext(wfQP, 16), Sel(failTake, zext(failQP, 16), cQPN)), "the command's QP, or the failed one")
 	unused = append(unused, Bits(errQPN, 15, QB))
 	dbHold := m.Wire("db_hold", 1, "a bad RQ_PI doorbell waits on m_baddb (cardRxSend): no doorbell is taken")
-	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold)))
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold)), "")
+	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold), wfRdy))
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold), wfRdy), "")
 	dbPI := m.WireOf("db_is_pi", And(dbTake, Eq(dbKind, C(3, dbRXSPI))), "")
 	// STREAM.RX_FIN goes the same way without moving RXS_PI: the QP is
 	// looked at again, and an FPDU cut by the end of the stream is found.
@@ -645,7 +651,8 @@ func CardRx(width int) (*Module, error) {
 	sndKillQP := m.Wire("snd_kill_qp", 32, "")
 	m.Assign(sIdleOut, sndIdle)
 	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: errQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue, dbHold: dbHold,
-		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: sndKill, killQP: sndKillQP})
+		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: sndKill, killQP: sndKillQP,
+		wfCan: wfCan, wfGo: wfGo, wfQP: wfQP, wfRdy: wfRdy})
 	if err != nil {
 		return nil, err
 	}
@@ -678,7 +685,7 @@ func PlaceAXI(width int) (*Module, error) {
 	const outBits = 10 // up to 511 writes awaiting their response
 	m := NewModule(fmt.Sprintf("place_axi_w%d", W), "AMBA AXI4 (write channels)",
 		fmt.Sprintf("placement's DMA write port as AXI4 writes, %d-bit data: each block (a %d-byte aligned host address, data, byte strobes) becomes a one-beat INCR burst (awlen 0, awsize %d) on ID 0, so responses come back in order. Address and data are registered together and each is held until taken; a block is taken while both registers are free or being emptied and fewer than 511 writes await their response (responses come back in order on one ID, so a count is all the state they need: a 250-cycle response latency at one write per cycle needs 250).", W, L, LB),
-		"m_berr pulses for one cycle when a write response is SLVERR or DECERR (the card reports a DMA fault).",
+		"m_berr pulses for one cycle when a write response is SLVERR or DECERR (the card reports a DMA fault), with m_berr_qp and m_berr_addr naming it: each write's QP (s_dma_qp) and first written byte (its address plus the lowest strobed lane, which is where the card model's refused piece starts) wait in a 512-entry RAM beside the count until its response. s_b_hold holds responses back (bready low) while the card cannot take another fault report.",
 		"Outputs that belong to a valid (aw*, w*) read zero while it is low.")
 	m.Clock()
 	m.ResetPort()
@@ -687,6 +694,8 @@ func PlaceAXI(width int) (*Module, error) {
 	sStrb := m.Input("s_dma_strb", L, "")
 	sValid := m.Input("s_dma_valid", 1, "")
 	sReady := m.Output("s_dma_ready", 1, "")
+	sQP := m.Input("s_dma_qp", cardRxQPBits, "the block's QP (reported with its write's fault)")
+	bHold := m.Input("s_b_hold", 1, "hold write responses back (a fault report waits)")
 	awID := m.Output("m_axi_awid", 4, "always 0")
 	awAddr := m.Output("m_axi_awaddr", 64, "")
 	awLen := m.Output("m_axi_awlen", 8, "always 0")
@@ -704,6 +713,8 @@ func PlaceAXI(width int) (*Module, error) {
 	bValid := m.Input("m_axi_bvalid", 1, "")
 	bReady := m.Output("m_axi_bready", 1, "")
 	berr := m.Output("m_berr", 1, "a write got an error response")
+	berrQP := m.Output("m_berr_qp", cardRxQPBits, "its QP")
+	berrAddr := m.Output("m_berr_addr", 64, "its first written byte's address")
 
 	awV := m.RegDecl("aw_v", 1, "")
 	wV := m.RegDecl("w_v", 1, "")
@@ -717,8 +728,29 @@ func PlaceAXI(width int) (*Module, error) {
 	aq := m.Reg("aw_addr", 64-LB, big.NewInt(0), Bits(sAddr, 63, LB), take, "")
 	dq := m.Reg("w_data", W, nil, sData, take, "")
 	sq := m.Reg("w_strb", L, big.NewInt(0), sStrb, take, "")
-	bGo := m.WireOf("b_go", And(bValid, RedOr(out)), "")
-	m.Assign(bReady, RedOr(out))
+	bGo := m.WireOf("b_go", And(bValid, RedOr(out), Not(bHold)), "")
+	m.Assign(bReady, And(RedOr(out), Not(bHold)))
+	// Each write's QP and address, in issue order (responses come back in
+	// order). The read port always reads the head after this cycle's pop:
+	// an entry written at a take is read again before its response can
+	// come (two cycles at the earliest), so the registered read data is
+	// the head's whenever a response is taken.
+	const fb = 9
+	wp := m.RegDecl("ent_wp", fb, "next entry written")
+	rp := m.RegDecl("ent_rp", fb, "the head entry (the oldest write awaiting its response)")
+	m.Drive(wp, big.NewInt(0), Add(wp, C(fb, 1)), take)
+	rpNext := m.WireOf("ent_rp_next", Sel(bGo, Add(rp, C(fb, 1)), rp), "")
+	m.Drive(rp, big.NewInt(0), rpNext, nil)
+	ent := m.Mem("ent", cardRxQPBits+64-LB+L, 1<<fb, take, wp, Cat(sQP, Bits(sAddr, 63, LB), sStrb), nil, rpNext,
+		"per write awaiting its response: QP, block address, strobes")
+	hStrb := m.WireOf("ent_strb", Bits(ent, L-1, 0), "")
+	var low Expr = C(LB, 0)
+	for i := L - 1; i >= 0; i-- {
+		low = Sel(Bit(hStrb, i), C(LB, uint64(i)), low)
+	}
+	bErrNow := m.WireOf("b_err_now", And(bGo, Bit(bResp, 1)), "")
+	m.Assign(berrQP, gate(bErrNow, Bits(ent, cardRxQPBits+64-LB+L-1, 64-LB+L)))
+	m.Assign(berrAddr, gate(bErrNow, Cat(Bits(ent, 64-LB+L-1, L), m.WireOf("ent_low", low, "the first strobed lane"))))
 	m.Drive(out, big.NewInt(0), Sub(Add(out, zext(take, outBits)), zext(bGo, outBits)), nil)
 	m.Assign(awID, C(4, 0))
 	m.Assign(awAddr, gate(awV, Cat(aq, C(LB, 0))))
@@ -730,7 +762,7 @@ func PlaceAXI(width int) (*Module, error) {
 	m.Assign(wStrb, gate(wV, sq))
 	m.Assign(wLast, wV)
 	m.Assign(wValid, wV)
-	m.Assign(berr, And(bGo, Bit(bResp, 1)))
+	m.Assign(berr, bErrNow)
 	m.WireOf("unused_bits", RedOr(Cat(bID, Bit(bResp, 0), Bits(sAddr, LB-1, 0))), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }
@@ -825,8 +857,11 @@ func CardRxPlacementWiring() [][2]string {
 	for _, n := range []string{"valid", "ready", "index"} {
 		w = append(w, [2]string{"m_inv_" + n, "s_inv_" + n})
 	}
-	for _, n := range []string{"addr", "data", "strb", "valid", "ready"} {
+	for _, n := range []string{"addr", "data", "strb", "valid", "ready", "qp"} {
 		w = append(w, [2]string{"s_pl_dma_" + n, "m_dma_" + n})
+	}
+	for _, n := range []string{"valid", "ready", "qp", "stag", "to", "len"} {
+		w = append(w, [2]string{"s_pl_done_" + n, "m_done_" + n})
 	}
 	for _, n := range []string{"valid", "dest", "dead"} {
 		w = append(w, [2]string{"s_dec_" + n, "m_dec_" + n})

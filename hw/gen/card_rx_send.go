@@ -47,6 +47,13 @@ type rxSendIn struct {
 	resErr  *Signal // driven here: ... and the segment failed (or its QP had)
 	kill    *Signal // driven here: placement drops the failed QP's later segments
 	killQP  *Signal // driven here
+	// A payload write of a QP got an error response: the QP fails as
+	// on QP_CMD ERROR (wfGo, taken when wfCan) and its record goes to
+	// card_tx (m_rxterm, DMA fault).
+	wfCan Expr    // a card failure may be taken this cycle
+	wfGo  *Signal // driven here: it is taken
+	wfQP  *Signal // driven here
+	wfRdy *Signal // driven here: no fault report waits (doorbells may be taken)
 }
 
 // cardRxSend builds the receive engine's untagged path: placement's m_host
@@ -118,8 +125,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	tSegLen := m.Output("m_rxterm_seglen", 16, "the segment's length")
 	tRDMA := m.Output("m_rxterm_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)")
 	tRecv := m.Output("m_rxterm_recv", 1, "the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none")
-	tFault := m.Output("m_rxterm_fault", 1, "the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT")
-	tFaultAddr := m.Output("m_rxterm_fault_addr", 64, "the faulted block's address")
+	tFault := m.Output("m_rxterm_fault", 1, "the record is a DMA fault's (a receive WQE read's, or a payload write's: m_rxterm_fault_write; cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT")
+	tFaultAddr := m.Output("m_rxterm_fault_addr", 64, "the faulted block's address (a payload write's: its first byte)")
+	tFaultWr := m.Output("m_rxterm_fault_write", 1, "the fault is a payload write's (DMA_FAULT_INFO.WRITE)")
 	arID := m.Output("m_axi_rq_arid", 6, "RQ WQE reads: always 0 (one burst in flight)")
 	arAddr := m.Output("m_axi_rq_araddr", 64, "")
 	arLen := m.Output("m_axi_rq_arlen", 8, "one 64-byte basic block")
@@ -498,6 +506,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	plStrb := m.Input("s_pl_dma_strb", L, "")
 	plValid := m.Input("s_pl_dma_valid", 1, "")
 	plReady := m.Output("s_pl_dma_ready", 1, "")
+	plQP := m.Input("s_pl_dma_qp", 32, "the block's connection")
 	pa, err := PlaceAXI(W)
 	if err != nil {
 		return nil, err
@@ -507,7 +516,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(blkReady, And(pwReady, Not(plValid)))
 	paConns := []Conn{{"clk", m.Port("clk")}, {"rst", m.Port("rst")},
 		{"s_dma_addr", Sel(plValid, plAddr, blkAddr)}, {"s_dma_data", Sel(plValid, plData, blkData)},
-		{"s_dma_strb", Sel(plValid, plStrb, blkStrb)}, {"s_dma_valid", Or(plValid, blkV)}, {"s_dma_ready", pwReady}}
+		{"s_dma_strb", Sel(plValid, plStrb, blkStrb)}, {"s_dma_valid", Or(plValid, blkV)}, {"s_dma_ready", pwReady},
+		{"s_dma_qp", Sel(plValid, Bits(plQP, QB-1, 0), sqp)}}
+	unused = append(unused, Bits(plQP, 31, QB))
 	berr := m.Wire("pw_berr", 1, "")
 	for _, p := range pa.Ports {
 		if len(p.Name) < 6 || p.Name[:6] != "m_axi_" {
@@ -522,14 +533,17 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		m.Assign(o, w)
 		paConns = append(paConns, Conn{p.Name, w})
 	}
-	paConns = append(paConns, Conn{"m_berr", berr})
+	berrQP := m.Wire("pw_berr_qp", QB, "")
+	berrAddr := m.Wire("pw_berr_addr", 64, "")
+	wfV := m.RegDecl("wf_v", 1, "a faulted payload write waits to be reported (write responses are held meanwhile)")
+	paConns = append(paConns, Conn{"m_berr", berr}, Conn{"m_berr_qp", berrQP}, Conn{"m_berr_addr", berrAddr}, Conn{"s_b_hold", wfV})
 	m.Instantiate("pw", pa, paConns...)
-	unused = append(unused, berr)
 	// A completion waits until every write issued before its message's
 	// last block (placement's earlier ones included) has its response.
 	issued := m.RegDecl("pw_issued", 16, "blocks taken by place_axi")
 	answered := m.RegDecl("pw_answered", 16, "write responses")
-	m.Drive(issued, big.NewInt(0), Add(issued, C(16, 1)), And(pwReady, Or(plValid, blkV)))
+	pwTake := m.WireOf("pw_take", And(pwReady, Or(plValid, blkV)), "place_axi takes a block")
+	m.Drive(issued, big.NewInt(0), Add(issued, C(16, 1)), pwTake)
 	m.Drive(answered, big.NewInt(0), Add(answered, C(16, 1)), And(m.Port("m_axi_bvalid"), m.Port("m_axi_bready")))
 	snapV := m.RegDecl("pw_snap_v", 1, "the completion's write count is taken")
 	snap := m.RegDecl("pw_snap", 16, "writes the completion waits for")
@@ -539,16 +553,98 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	left := m.WireOf("pw_left", Sub(snap, answered), "responses still awaited (negative: past)")
 	wrIdle := m.WireOf("pw_idle", And(snapV, Or(Eq(left, C(16, 0)), Bit(left, 15))), "every write before the completion has its response")
 
+	// Payload write faults. A faulted response is held in wf_v (place_axi
+	// holds the later responses back meanwhile); two cycles later the
+	// QP's first-fault record (wf_at, read at wf_qp) says whether it is
+	// the QP's first since CREATE. A first one records the faulted
+	// write's number (its response's place among all of them) in the three
+	// copies of wf_at and is reported: the QP fails as on QP_CMD ERROR
+	// (card_rx, x.wfGo) and its record goes to card_tx through m_rxterm
+	// (DMA_FAULT, QP_ERROR DMA, a Local Catastrophic Terminate). A later
+	// one of the same QP is dropped. A completion (a Send's, a Read done)
+	// whose writes are all answered asks wf_at, once no report has waited
+	// for two cycles, whether its QP faulted on a write before its own
+	// last: if so the Send completes WR_FLUSH_ERR and the Read done is
+	// dropped (card_tx's flush completes the Read), as the card model,
+	// which stops at the faulted write, flushes them.
+	wfQP := m.Reg("wf_qp", QB, nil, berrQP, berr, "")
+	wfAddr := m.Reg("wf_addr", 64, nil, berrAddr, berr, "")
+	wfIdx := m.Reg("wf_idx", 16, nil, answered, berr, "the faulted write's number")
+	wfAge := m.RegDecl("wf_age", 2, "cycles since the fault was held (its first-fault record is read meanwhile)")
+	wfOK := m.RegDecl("wf_first", 1, "the held fault is its QP's first: it waits to be taken")
+	const wfW = 17
+	wfWr := m.Wire("wf_at_wr", 1, "")
+	wfWrQP := m.WireOf("wf_at_wr_qp", Sel(x.create, Bits(x.cQPN, QB-1, 0), wfQP), "")
+	wfWrD := m.WireOf("wf_at_wr_data", Sel(x.create, C(wfW, 0), Cat(one, wfIdx)), "CREATE clears the QP's record")
+	wfAt := func(name string, at Expr) *Signal {
+		return m.Mem(name, wfW, 1<<QB, wfWr, wfWrQP, wfWrD, nil, at, "per QP: {faulted, the number of its first faulted write}")
+	}
+	wfChk := wfAt("wf_at", wfQP)
+	unused = append(unused, Bits(wfChk, 15, 0))
+	decide := m.WireOf("wf_decide", And(wfV, Not(wfOK), Eq(wfAge, C(2, 2)), Not(x.create)), "the held fault's record is read")
+	wfFirst := m.WireOf("wf_is_first", And(decide, Not(Bit(wfChk, wfW-1))), "")
+	m.Assign(wfWr, Or(x.create, wfFirst))
+	m.Drive(wfAge, big.NewInt(0), Sel(Or(berr, x.create), C(2, 0), Sel(Eq(wfAge, C(2, 2)), wfAge, Add(wfAge, C(2, 1)))), Or(berr, x.create, wfV))
+	m.Drive(wfOK, big.NewInt(0), Sel(wfFirst, one, And(wfOK, Not(x.wfGo))), nil)
+	m.Drive(wfV, big.NewInt(0), Or(berr, And(wfV, Not(And(decide, Not(wfFirst))), Not(x.wfGo))), nil)
+	m.Assign(x.wfQP, wfQP)
+	m.Assign(x.wfRdy, Not(wfOK))
+	wfQuiet := m.WireOf("wf_quiet", And(Not(wfV), m.Reg("wf_quiet_q", 1, big.NewInt(0), Not(wfV), nil, "")), "no fault report has waited for two cycles: wf_at's read data is current")
+	faultedBefore := func(name string, rec *Signal, snap Expr) Expr {
+		d := m.WireOf(name+"_d", Sub(Bits(rec, 15, 0), snap), "the QP's first faulted write's number less the completion's count (negative: before its last write)")
+		unused = append(unused, Bits(d, 14, 0))
+		return m.WireOf(name, And(Bit(rec, wfW-1), Bit(d, 15)), "the QP faulted on a write before the completion's last")
+	}
+	cplFault := faultedBefore("snd_cpl_faulted", wfAt("wf_at_cpl", sqp), snap)
+
+	// Read dones (placement's m_done) wait the same way: a Read's
+	// completion reaches card_tx only once every write issued up to its
+	// response's last block (taken by place_axi in the done's cycle) has
+	// its response, so its CQE cannot overtake the data it announces.
+	const dnDepth = 4
+	dnCW := addrWidth(dnDepth + 1)
+	dnValid := m.Input("s_pl_done_valid", 1, "placement's m_done: a Read Response message's last segment is placed")
+	dnReady := m.Output("s_pl_done_ready", 1, fmt.Sprintf("taken while one of %d slots is free", dnDepth))
+	dnQP := m.Input("s_pl_done_qp", 32, "")
+	dnSTag := m.Input("s_pl_done_stag", 32, "")
+	dnTO := m.Input("s_pl_done_to", 64, "")
+	dnLen := m.Input("s_pl_done_len", 16, "")
+	rdnValid := m.Output("m_rdone_valid", 1, "a Read done for card_tx (s_rdone), once its writes have their responses")
+	rdnReady := m.Input("m_rdone_ready", 1, "")
+	dnCnt := m.Wire("dn_count_w", dnCW, "dones waiting")
+	dnRoom := m.WireOf("dn_room", Lt(dnCnt, C(dnCW, dnDepth)), "")
+	dnPush := m.WireOf("dn_push", And(dnValid, dnRoom), "")
+	dnPop := m.Wire("dn_pop", 1, "")
+	dq := ShiftQueue(m, "dnq", dnDepth, []string{"qp", "stag", "to", "len", "snap"}, []int{QB, 32, 64, 16, 16}, dnPush,
+		[]Expr{Bits(dnQP, QB-1, 0), dnSTag, dnTO, dnLen, Add(issued, zext(pwTake, 16))}, zext(dnPop, dnCW))
+	m.Assign(dnCnt, dq.Count)
+	m.Assign(dnReady, dnRoom)
+	unused = append(unused, Bits(dnQP, 31, QB))
+	dnLeft := m.WireOf("dn_left", Sub(dq.Fields[0][4], answered), "responses the oldest done still waits for (negative: past)")
+	dnStable := m.Reg("dn_stable", 1, big.NewInt(0), And(RedOr(dq.Count), Not(dnPop)), nil, "the head is last cycle's: wf_at_dn's read data is its")
+	dnFault := faultedBefore("dn_faulted", wfAt("wf_at_dn", dq.Fields[0][0]), dq.Fields[0][4])
+	dnDue := m.WireOf("dn_due", And(dnStable, wfQuiet, Or(Eq(dnLeft, C(16, 0)), Bit(dnLeft, 15))), "the oldest done's writes all have their responses")
+	dnOut := m.WireOf("dn_out", And(dnDue, Not(dnFault)), "")
+	m.Assign(dnPop, And(dnDue, Or(rdnReady, dnFault)))
+	m.Assign(m.Output("m_rdone_busy", 1, "a Read done waits here (the card top holds a stream-end record and receive-side Terminates behind it)"), RedOr(dq.Count))
+	m.Assign(rdnValid, dnOut)
+	for k, f := range []struct {
+		name string
+		w    int
+	}{{"qp", QB}, {"stag", 32}, {"to", 64}, {"len", 16}} {
+		m.Assign(m.Output("m_rdone_"+f.name, f.w, ""), gate(dnOut, dq.Fields[0][k]))
+	}
+
 	// Completion, invalidation, error records.
 	isInv := m.WireOf("snd_is_inv", Or(Eq(op, C(4, 4)), Eq(op, C(4, 6))), "Send with Invalidate (SE)")
 	isSE := m.WireOf("snd_is_se", Or(Eq(op, C(4, 5)), Eq(op, C(4, 6))), "Send with Solicited Event")
 	gotN := m.WireOf("snd_got_n", Add(got, zext(n, 32)), "")
-	cplV := m.WireOf("snd_cpl_v", And(in(sCpl), wrIdle), "the completion waits for its payload's write responses")
+	cplV := m.WireOf("snd_cpl_v", And(in(sCpl), wrIdle, wfQuiet), "the completion waits for its payload's write responses")
 	m.Assign(cValid, cplV)
 	m.Assign(cCQ, gate(cplV, cq))
 	m.Assign(cQPN, gate(cplV, zext(sqp, 16)))
 	m.Assign(cWRID, gate(cplV, wrid))
-	nfl := m.WireOf("snd_cpl_msg", And(cplV, Not(fl)), "a message's completion (not a flush)")
+	nfl := m.WireOf("snd_cpl_msg", And(cplV, Not(fl), Not(cplFault)), "a message's completion with success (not a flush, no faulted write before it)")
 	// A flushed WQE: WR_FLUSH_ERR, length 0; RQ_CI past its blocks, or
 	// past every block posted when its BBS is bad or its read failed (a
 	// record without a CQE then: m_cpl_silent), as the card model's
@@ -556,7 +652,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	ciFl := m.WireOf("fl_ci", Sel(Or(rErr, Not(bbsOK)), pi, Add(ci, zext(bbs, 16))), "RQ_CI past the flushed WQE")
 	m.Assign(cLen, gate(nfl, gotN))
 	m.Assign(cOp, gate(cplV, C(8, 3)))
-	m.Assign(cSt, gate(And(cplV, fl), Sel(lenErr, C(8, cardRxStatLocLen), C(8, cardTxStatFlush))))
+	m.Assign(cSt, gate(cplV, Sel(fl, Sel(lenErr, C(8, cardRxStatLocLen), C(8, cardTxStatFlush)), Sel(cplFault, C(8, cardTxStatFlush), C(8, 0)))))
 	m.Assign(cInv, gate(And(nfl, isInv), invSTag))
 	m.Assign(cSol, And(nfl, isSE))
 	m.Assign(cInvd, And(nfl, isInv))
@@ -569,16 +665,19 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(iIndex, gate(in(sInv), Bits(invSTag, 31, 8)))
 	// Error record.
 	eCause := m.RegDecl("rxterm_cause", 16, "")
-	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault, tmIn), "an untagged segment failed")
+	eSeg := m.WireOf("rxterm_seg", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault, tmIn), "an untagged segment failed")
+	wfGo := m.WireOf("wf_go", And(wfOK, x.wfCan, Not(eV), Not(eSeg)), "the first fault of a QP's payload write is taken (the record is free)")
+	m.Assign(x.wfGo, wfGo)
+	eSet := m.WireOf("rxterm_set", Or(eSeg, wfGo), "")
 	// The record is offered while no earlier record's QP waits to join
 	// the flush queue (below).
 	tPend := m.RegDecl("rxterm_fl_pend", 1, "a taken record's QP waits to join the flush queue")
 	tOffer := m.WireOf("rxterm_offer", And(eV, Not(tPend)), "")
 	tTake := m.WireOf("rxterm_take", And(tOffer, tReady), "")
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tTake))), nil)
-	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(tmIn, tmCause, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
-		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate)))))), eSet)
-	eQP := m.Reg("rxterm_qpq", QB, nil, sqp, eSet, "")
+	m.Drive(eCause, nil, Sel(wfGo, C(16, causeRDMAPLocalCatastrophic), Sel(in(sChk), bad, Sel(tmIn, tmCause, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
+		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))))))), eSet)
+	eQP := m.Reg("rxterm_qpq", QB, nil, Sel(wfGo, wfQP, sqp), eSet, "")
 	eHdr := m.Reg("rxterm_hdrq", 8*untaggedHdr, nil, hdr, eSet, "")
 	eLen := m.Reg("rxterm_lenq", 16, nil, slen, eSet, "")
 	m.Assign(tValid, tOffer)
@@ -590,9 +689,10 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(tRecv, And(eV, m.Reg("rxterm_recvq", 1, nil, tmIn, eSet, "")))
 	// A Send whose receive WQE could not be read (the model's fetchRQ):
 	// the record says so, and the RQ's flush drops what was posted.
-	eFlt := m.Reg("rxterm_faultq", 1, nil, And(in(sChk), posted, rErr, Not(failed)), eSet, "")
+	eFlt := m.Reg("rxterm_faultq", 1, nil, Or(wfGo, And(in(sChk), posted, rErr, Not(failed))), eSet, "")
 	m.Assign(tFault, And(eV, eFlt))
-	m.Assign(tFaultAddr, gate(eV, m.Reg("rxterm_fault_addrq", 64, nil, rErrAddr, eSet, "")))
+	m.Assign(tFaultAddr, gate(eV, m.Reg("rxterm_fault_addrq", 64, nil, Sel(wfGo, wfAddr, rErrAddr), eSet, "")))
+	m.Assign(tFaultWr, And(eV, m.Reg("rxterm_fault_wrq", 1, nil, wfGo, eSet, "")))
 	// Once the record is taken the QP is in error: its RQ is flushed (the
 	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
 	// doorbell pushes the flush queue.
@@ -612,7 +712,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(curI, nil, Bits(stRd, sstW-65, sstW-69), ld)
 	m.Drive(curOff, nil, Bits(stRd, sstW-70, sstW-101), ld)
 	m.Drive(ci, nil, Sel(ld, Bits(stRd, 17, 2), ciFl), Or(ld, in(sFlSt)))
-	m.Drive(failed, nil, Sel(ld, Or(Bit(stRd, 0), Bit(errRd, 0)), one), Or(ld, eSet))
+	m.Drive(failed, nil, Sel(ld, Or(Bit(stRd, 0), Bit(errRd, 0)), one), Or(ld, eSeg))
 	lenSet := m.WireOf("snd_len_err_set", And(in(sChk), Eq(bad, e(causeDDPMessageTooLong)), Not(failed)), "")
 	m.Drive(lenErr, nil, Sel(ld, Bit(stRd, 1), Not(in(sFlSt))), Or(ld, lenSet, in(sFlSt)))
 	m.Assign(stWr, Or(in(sStore), in(sDropSt), in(sFlSt)))
@@ -678,7 +778,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sInvChk, nx(kReady, sInvWait, cur(sInvChk))},
 		{sInvWait, nx(invFault, sDrop, nx(invAns, sInv, cur(sInvWait)))},
 		{sInv, nx(iReady, sCpl, cur(sInv))},
-		{sCpl, Sel(And(cReady, wrIdle), Sel(fl, cur(sFlSt), cur(sStore)), cur(sCpl))},
+		{sCpl, Sel(And(cReady, cplV), Sel(fl, cur(sFlSt), cur(sStore)), cur(sCpl))},
 		{sFlSt, cur(sWQE)},
 		{sStore, nx(Or(segEnd, hValid), sIdle, cur(sStore))},
 		{sDrop, nx(Or(segEnd, And(hValid, hLast)), sDropSt, cur(sDrop))},

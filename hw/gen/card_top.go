@@ -225,7 +225,7 @@ func CardTop(width int) (*Module, error) {
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"DMA faults: DMA_FAULT_* name the last access that got an error response among card_stat's status records, card_cq's CQEs and EQEs and the reads that fail a QP: card_tx's WQE reads and payload reads (gather and Read Response source: the message is cut at the FPDU holding the refused page, the FPDUs from there on never published), card_rx's receive WQE and receive ring reads (whose Terminate record carries the fault to card_tx): DMA_FAULT, then QP_ERROR DMA and a Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the transmit ring and placement write faults, and what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
+		"DMA faults: DMA_FAULT_* name the last access that got an error response among card_stat's status records, card_cq's CQEs and EQEs and the reads that fail a QP: card_tx's WQE reads and payload reads (gather and Read Response source: the message is cut at the FPDU holding the refused page, the FPDUs from there on never published), card_rx's receive WQE and receive ring reads and its payload writes (whose Terminate record carries the fault to card_tx; a write's sets DMA_FAULT_INFO.WRITE): DMA_FAULT, then QP_ERROR DMA and a Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the transmit ring write faults, and what a faulted CQE does to its QP. Placement's Read dones reach card_tx through card_rx once their writes have their responses; a stream-end record and the receive-side Terminate records wait while one is held there. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -367,7 +367,7 @@ func CardTop(width int) (*Module, error) {
 	m.Drive(fltFrozen, big.NewInt(0), Or(fltFrozen, fltSt, And(fltCQ, o("cq", "m_fault_eqe"))), nil)
 	fltAddr := m.Reg("flt_addr", 64, big.NewInt(0), Sel(fltSt, o("st", "m_fault_addr"), Sel(fltCQ, o("cq", "m_fault_addr"), o("tx", "m_fault_addr"))), fltTake, "DMA_FAULT_ADDR")
 	fltQPN := m.Reg("flt_qpn", 16, big.NewInt(0), Sel(fltSt, zext(o("st", "m_fault_qpn"), 16), Sel(fltCQ, o("cq", "m_fault_qpn"), zext(o("tx", "m_fault_qpn"), 16))), fltTake, "DMA_FAULT_INFO.QPN")
-	fltWrite := m.Reg("flt_write", 1, big.NewInt(0), Not(fltTx), fltTake, "DMA_FAULT_INFO.WRITE: card_tx's are reads")
+	fltWrite := m.Reg("flt_write", 1, big.NewInt(0), Or(Not(fltTx), o("tx", "m_fault_write")), fltTake, "DMA_FAULT_INFO.WRITE: card_tx's are reads but for card_rx's payload writes")
 	fltCnt := m.RegDecl("flt_count", 8, "DMA_FAULT_INFO.COUNT (saturates)")
 	m.Drive(fltCnt, big.NewInt(0), Add(fltCnt, C(8, 1)), And(fltTake, Not(RedAnd(fltCnt))))
 	regIn["dma_fault_addr_lo"] = Bits(fltAddr, 31, 0)
@@ -403,9 +403,10 @@ func CardTop(width int) (*Module, error) {
 		"s_db_valid": dbV[0], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 		"s_db_push_ok": o("regs", "m_db_push_ok"), "s_db_push_data": o("regs", "m_db_push_data"),
 		"s_qp_ord": Bits(o("regs", "qp_rd_ord"), 4, 0),
-		// Read done: placement's m_done as it is.
-		"s_rdone_valid": o("pl", "m_done_valid"), "s_rdone_qp": Bits(o("pl", "m_done_qp"), 9, 0),
-		"s_rdone_stag": o("pl", "m_done_stag"), "s_rdone_to": o("pl", "m_done_to"), "s_rdone_len": o("pl", "m_done_len"),
+		// Read done: placement's m_done through card_rx, once its writes
+		// have their responses.
+		"s_rdone_valid": o("rx", "m_rdone_valid"), "s_rdone_qp": o("rx", "m_rdone_qp"),
+		"s_rdone_stag": o("rx", "m_rdone_stag"), "s_rdone_to": o("rx", "m_rdone_to"), "s_rdone_len": o("rx", "m_rdone_len"),
 	}
 	// Read Requests from card_rx (checked there) to the responder.
 	for _, f := range []string{"valid", "qpn", "sink_stag", "sink_to", "size", "src_stag", "src_to", "hdr"} {
@@ -432,7 +433,11 @@ func CardTop(width int) (*Module, error) {
 	swTaken := m.Wire("sweep_taken", 1, "card_tx took the sweep's record")
 	sw := newCQSweep(m, o("cq", "m_overrun_valid"), o("cq", "m_overrun_cq"),
 		And(regsCmd, Not(bdSel), qpReady), cmdOp, cmdQPN, o("regs", "qp_cqs_send_cq"), o("regs", "qp_cqs_recv_cq"), swTaken)
-	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV, sw.offer}, o("tx", "s_term_ready"))
+	// A receive-side record waits while card_rx holds a Read done for its
+	// writes' responses: that done may be of a Read Response before the
+	// failing segment, whose Read the model completes before the error.
+	rdQuiet := m.WireOf("term_rd_quiet", Not(o("rx", "m_rdone_busy")), "no Read done waits in card_rx")
+	tmG := heldPriority(m, "term", []Expr{And(rxTV, rdQuiet), And(plTV, flOK, rdQuiet), And(errTV, rdQuiet), sw.offer}, o("tx", "s_term_ready"))
 	tmPl, tmErr, tmSw := tmG[1], tmG[2], tmG[3]
 	tmV := m.WireOf("term_valid", RedOrParts(toExprs(tmG)), "")
 	tmTake := m.WireOf("term_take", And(tmV, o("tx", "s_term_ready")), "card_tx takes the record")
@@ -458,6 +463,7 @@ func CardTop(width int) (*Module, error) {
 	ringFlt := m.WireOf("term_ring_fault", And(tmErr, errDMA), "card_rx's error record is a receive ring read's DMA fault")
 	txIn["s_term_fault"] = Or(rxFlt, ringFlt)
 	txIn["s_term_fault_addr"] = Sel(ringFlt, o("rx", "m_err_addr"), gate(rxFlt, o("rx", "m_rxterm_fault_addr")))
+	txIn["s_term_fault_write"] = And(rxFlt, o("rx", "m_rxterm_fault_write"))
 	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), Sel(Or(rxFlt, ringFlt), C(8, cardTxErrDMA), C(8, 0)))
 	// A WQE on a tight CQ waits while a completion is between card_tx
 	// and card_cq's verdict, or an overrun is served (card_tx).
@@ -468,8 +474,10 @@ func CardTop(width int) (*Module, error) {
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
 	// (whose ULPDUs it took before card_rx reported the RXS_CI that ended
-	// the stream) are then all taken, so the flush comes behind them.
-	endGo := m.WireOf("end_go", Not(o("pl", "busy")), "placement is empty: a stream-end record may pass")
+	// the stream) are then all taken by card_rx, and once card_rx holds
+	// none waiting for its writes' responses (m_rdone_busy), by card_tx:
+	// the flush comes behind them.
+	endGo := m.WireOf("end_go", Not(Or(o("pl", "busy"), o("rx", "m_rdone_busy"))), "placement is empty and no Read done waits: a stream-end record may pass")
 	txIn["s_end_valid"] = And(o("st", "m_end_valid"), endGo)
 	txIn["s_end_qpn"] = o("st", "m_end_qpn")
 	txIn["s_end_lost"] = o("st", "m_end_lost")
@@ -526,7 +534,7 @@ func CardTop(width int) (*Module, error) {
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(tmG[0], o("tx", "s_term_ready")),
 		// Read Requests to card_tx's responder; their IRD entries back.
-		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"),
+		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"), "m_rdone_ready": o("tx", "s_rdone_ready"),
 		"s_rreq_done_valid": o("tx", "m_rreq_done_valid"), "s_rreq_done_qpn": o("tx", "m_rreq_done_qpn"),
 	}
 	plIn := map[string]Expr{"clk": clk, "rst": erst,
@@ -534,7 +542,7 @@ func CardTop(width int) (*Module, error) {
 		"s_axis_tlast": o("rx", "m_ulp_tlast"), "s_axis_tuser_len": o("rx", "m_ulp_len"), "s_axis_tuser_qp": o("rx", "m_ulp_qp"),
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
-		"m_term_ready": And(tmPl, o("tx", "s_term_ready")), "m_done_ready": o("tx", "s_rdone_ready"),
+		"m_term_ready": And(tmPl, o("tx", "s_term_ready")),
 		// The check port: card_tx's lkey checks (the only user so far).
 		"s_chk_valid": o("tx", "m_chk_valid"), "s_chk_stag": o("tx", "m_chk_stag"), "s_chk_pd": o("tx", "m_chk_pd"),
 		"s_chk_qp": o("tx", "m_chk_qp"), "s_chk_need": o("tx", "m_chk_need"), "s_chk_to": o("tx", "m_chk_to"),
@@ -660,7 +668,7 @@ func CardTop(width int) (*Module, error) {
 	}
 	t.place("wrm", wrm, wrIn)
 
-	if err := t.finish(append([]Expr{Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10),
+	if err := t.finish(append([]Expr{Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5),
 		Bits(o("pl", "m_term_qp"), 31, 10), o("pl", "m_term_mdr")}, bidTop[:]...)...); err != nil {
 		return nil, err
 	}

@@ -146,7 +146,7 @@ func CardTx(width int) (*Module, error) {
 	dbPushOK := m.Input("s_db_push_ok", 1, "QP_DB_PUSH: s_db_push_data holds the whole block")
 	dbPushData := m.Input("s_db_push_data", 512, "QP_DB_PUSH: the block, byte 0 in bits 7:0")
 
-	rdnValid := m.Input("s_rdone_valid", 1, "Read done (placement m_done): the last Read Response segment of a QP is placed")
+	rdnValid := m.Input("s_rdone_valid", 1, "Read done (card_rx m_rdone: placement's m_done once the writes up to it have their responses): the last Read Response segment of a QP is placed")
 	rdnReady := m.Output("s_rdone_ready", 1, "")
 	rdnQP := m.Input("s_rdone_qp", QB, "its QP (placement m_done_qp, low bits)")
 	rdnSTag := m.Input("s_rdone_stag", 32, "its STag (m_done_stag; not checked here)")
@@ -175,8 +175,9 @@ func CardTx(width int) (*Module, error) {
 	tmSegLen := m.Input("s_term_seglen", 16, "the offending segment's length")
 	tmRDMA := m.Input("s_term_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)")
 	tmRecv := m.Input("s_term_recv", 1, "the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status")
-	tmFault := m.Input("s_term_fault", 1, "the record is a DMA fault's (card_rx's receive WQE read): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*")
+	tmFault := m.Input("s_term_fault", 1, "the record is a DMA fault's (card_rx's receive WQE read, receive ring read or payload write): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*")
 	tmFaultAddr := m.Input("s_term_fault_addr", 64, "the faulted address")
+	tmFaultWr := m.Input("s_term_fault_write", 1, "the faulted access is a write (card_rx's payload writes): named on m_fault_write")
 	tmReason := m.Input("s_term_reason", 8, "QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record")
 	evValid := m.Output("m_ev_valid", 1, "TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error")
 	evReady := m.Input("m_ev_ready", 1, "")
@@ -187,6 +188,7 @@ func CardTx(width int) (*Module, error) {
 	faultV := m.Output("m_fault_valid", 1, "pulse: a WQE read of the engine got an error response, or a DMA fault's record came (its DMA_FAULT event is raised now)")
 	faultQPN := m.Output("m_fault_qpn", QB, "the QP")
 	faultAddr := m.Output("m_fault_addr", 64, "the faulted WQE block's address")
+	faultWr := m.Output("m_fault_write", 1, "the fault is a write's (a record's s_term_fault_write); the engine's own are reads")
 	rissV := m.Output("m_rd_issue_valid", 1, "an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)")
 	rissQP := m.Output("m_rd_issue_qp", QB, "")
 	rissN := m.Output("m_rd_issue_count", 16, "the QP's Read Requests so far, plus one (its next Read Request MSN)")
@@ -362,6 +364,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(faultV, Or(wfEv, fltGo, gfEv))
 	m.Assign(faultQPN, Sel(Or(wfEv, gfEv), cur, gate(fltGo, tmQPN)))
 	m.Assign(faultAddr, Sel(wfEv, wfAddrNow, Sel(gfEv, gfAddr, gate(fltGo, tmFaultAddr))))
+	m.Assign(faultWr, And(fltGo, Not(wfEv), Not(gfEv), tmFaultWr))
 	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
 		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")

@@ -94,6 +94,7 @@ module card_rx_tb_w512 (
     output wire           m_rxterm_recv,
     output wire           m_rxterm_fault,
     output wire [63:0]    m_rxterm_fault_addr,
+    output wire           m_rxterm_fault_write,
     output wire [5:0]     m_axi_rq_arid,
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,
@@ -136,6 +137,13 @@ module card_rx_tb_w512 (
     input  wire [1:0]     m_axi_bresp,
     input  wire           m_axi_bvalid,
     output wire           m_axi_bready,
+    output wire           m_rdone_valid,
+    input  wire           m_rdone_ready,
+    output wire           m_rdone_busy,
+    output wire [9:0]     m_rdone_qp,
+    output wire [31:0]    m_rdone_stag,
+    output wire [63:0]    m_rdone_to,
+    output wire [15:0]    m_rdone_len,
     input  wire           m_baddb_ready,
     output wire           m_baddb_valid,
     output wire [9:0]     m_baddb_qpn,
@@ -156,12 +164,6 @@ module card_rx_tb_w512 (
     output wire [15:0]    m_term_seglen,
     output wire [143:0]   m_term_hdr,
     output wire [31:0]    m_term_qp,
-    output wire           m_done_valid,
-    input  wire           m_done_ready,
-    output wire [31:0]    m_done_qp,
-    output wire [31:0]    m_done_stag,
-    output wire [63:0]    m_done_to,
-    output wire [15:0]    m_done_len,
     output wire           busy,
     input  wire           cfg_read_check,
     input  wire           s_rd_issue_valid,
@@ -239,6 +241,13 @@ module card_rx_tb_w512 (
     wire [63:0]    x_s_pl_dma_strb;
     wire           x_s_pl_dma_valid;
     wire           x_s_pl_dma_ready;
+    wire [31:0]    x_s_pl_dma_qp;
+    wire           x_s_pl_done_valid;
+    wire           x_s_pl_done_ready;
+    wire [31:0]    x_s_pl_done_qp;
+    wire [31:0]    x_s_pl_done_stag;
+    wire [63:0]    x_s_pl_done_to;
+    wire [15:0]    x_s_pl_done_len;
     wire           x_s_dec_valid;
     wire [1:0]     x_s_dec_dest;
     wire           x_s_dec_dead;
@@ -292,6 +301,7 @@ module card_rx_tb_w512 (
     wire           rx_m_rxterm_recv;
     wire           rx_m_rxterm_fault;
     wire [63:0]    rx_m_rxterm_fault_addr;
+    wire           rx_m_rxterm_fault_write;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -319,6 +329,12 @@ module card_rx_tb_w512 (
     wire           rx_m_axi_wlast;
     wire           rx_m_axi_wvalid;
     wire           rx_m_axi_bready;
+    wire           rx_m_rdone_valid;
+    wire           rx_m_rdone_busy;
+    wire [9:0]     rx_m_rdone_qp;
+    wire [31:0]    rx_m_rdone_stag;
+    wire [63:0]    rx_m_rdone_to;
+    wire [15:0]    rx_m_rdone_len;
     wire           rx_m_baddb_valid;
     wire [9:0]     rx_m_baddb_qpn;
     wire           pl_init_done;
@@ -334,11 +350,6 @@ module card_rx_tb_w512 (
     wire [15:0]    pl_m_term_seglen;
     wire [143:0]   pl_m_term_hdr;
     wire [31:0]    pl_m_term_qp;
-    wire           pl_m_done_valid;
-    wire [31:0]    pl_m_done_qp;
-    wire [31:0]    pl_m_done_stag;
-    wire [63:0]    pl_m_done_to;
-    wire [15:0]    pl_m_done_len;
     wire           pl_busy;
     wire           pl_s_chk_ready;
     wire           pl_m_chk_valid;
@@ -396,6 +407,7 @@ module card_rx_tb_w512 (
     assign m_rxterm_recv = rx_m_rxterm_recv;
     assign m_rxterm_fault = rx_m_rxterm_fault;
     assign m_rxterm_fault_addr = rx_m_rxterm_fault_addr;
+    assign m_rxterm_fault_write = rx_m_rxterm_fault_write;
     assign m_axi_rq_arid = rx_m_axi_rq_arid;
     assign m_axi_rq_araddr = rx_m_axi_rq_araddr;
     assign m_axi_rq_arlen = rx_m_axi_rq_arlen;
@@ -423,6 +435,12 @@ module card_rx_tb_w512 (
     assign m_axi_wlast = rx_m_axi_wlast;
     assign m_axi_wvalid = rx_m_axi_wvalid;
     assign m_axi_bready = rx_m_axi_bready;
+    assign m_rdone_valid = rx_m_rdone_valid;
+    assign m_rdone_busy = rx_m_rdone_busy;
+    assign m_rdone_qp = rx_m_rdone_qp;
+    assign m_rdone_stag = rx_m_rdone_stag;
+    assign m_rdone_to = rx_m_rdone_to;
+    assign m_rdone_len = rx_m_rdone_len;
     assign m_baddb_valid = rx_m_baddb_valid;
     assign m_baddb_qpn = rx_m_baddb_qpn;
     assign init_done = pl_init_done;
@@ -438,11 +456,6 @@ module card_rx_tb_w512 (
     assign m_term_seglen = pl_m_term_seglen;
     assign m_term_hdr = pl_m_term_hdr;
     assign m_term_qp = pl_m_term_qp;
-    assign m_done_valid = pl_m_done_valid;
-    assign m_done_qp = pl_m_done_qp;
-    assign m_done_stag = pl_m_done_stag;
-    assign m_done_to = pl_m_done_to;
-    assign m_done_len = pl_m_done_len;
     assign busy = pl_busy;
     assign s_chk_ready = pl_s_chk_ready;
     assign m_chk_valid = pl_m_chk_valid;
@@ -576,6 +589,7 @@ module card_rx_tb_w512 (
         .m_rxterm_recv(rx_m_rxterm_recv),
         .m_rxterm_fault(rx_m_rxterm_fault),
         .m_rxterm_fault_addr(rx_m_rxterm_fault_addr),
+        .m_rxterm_fault_write(rx_m_rxterm_fault_write),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),
@@ -607,6 +621,7 @@ module card_rx_tb_w512 (
         .s_pl_dma_strb(x_s_pl_dma_strb),
         .s_pl_dma_valid(x_s_pl_dma_valid),
         .s_pl_dma_ready(x_s_pl_dma_ready),
+        .s_pl_dma_qp(x_s_pl_dma_qp),
         .m_axi_awid(rx_m_axi_awid),
         .m_axi_awaddr(rx_m_axi_awaddr),
         .m_axi_awlen(rx_m_axi_awlen),
@@ -623,6 +638,19 @@ module card_rx_tb_w512 (
         .m_axi_bresp(m_axi_bresp),
         .m_axi_bvalid(m_axi_bvalid),
         .m_axi_bready(rx_m_axi_bready),
+        .s_pl_done_valid(x_s_pl_done_valid),
+        .s_pl_done_ready(x_s_pl_done_ready),
+        .s_pl_done_qp(x_s_pl_done_qp),
+        .s_pl_done_stag(x_s_pl_done_stag),
+        .s_pl_done_to(x_s_pl_done_to),
+        .s_pl_done_len(x_s_pl_done_len),
+        .m_rdone_valid(rx_m_rdone_valid),
+        .m_rdone_ready(m_rdone_ready),
+        .m_rdone_busy(rx_m_rdone_busy),
+        .m_rdone_qp(rx_m_rdone_qp),
+        .m_rdone_stag(rx_m_rdone_stag),
+        .m_rdone_to(rx_m_rdone_to),
+        .m_rdone_len(rx_m_rdone_len),
         .m_baddb_ready(m_baddb_ready),
         .m_baddb_valid(rx_m_baddb_valid),
         .m_baddb_qpn(rx_m_baddb_qpn)
@@ -648,6 +676,7 @@ module card_rx_tb_w512 (
         .m_dma_data(x_s_pl_dma_data),
         .m_dma_strb(x_s_pl_dma_strb),
         .m_dma_valid(x_s_pl_dma_valid),
+        .m_dma_qp(x_s_pl_dma_qp),
         .m_dma_ready(x_s_pl_dma_ready),
         .m_host_tdata(x_s_host_tdata),
         .m_host_tkeep(x_s_host_tkeep),
@@ -669,12 +698,12 @@ module card_rx_tb_w512 (
         .m_term_seglen(pl_m_term_seglen),
         .m_term_hdr(pl_m_term_hdr),
         .m_term_qp(pl_m_term_qp),
-        .m_done_valid(pl_m_done_valid),
-        .m_done_ready(m_done_ready),
-        .m_done_qp(pl_m_done_qp),
-        .m_done_stag(pl_m_done_stag),
-        .m_done_to(pl_m_done_to),
-        .m_done_len(pl_m_done_len),
+        .m_done_valid(x_s_pl_done_valid),
+        .m_done_ready(x_s_pl_done_ready),
+        .m_done_qp(x_s_pl_done_qp),
+        .m_done_stag(x_s_pl_done_stag),
+        .m_done_to(x_s_pl_done_to),
+        .m_done_len(x_s_pl_done_len),
         .busy(pl_busy),
         .cfg_drop_after_fail(1'h1),
         .s_kill_valid(x_m_kill_valid),

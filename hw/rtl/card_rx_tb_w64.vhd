@@ -96,6 +96,7 @@ entity card_rx_tb_w64 is
         m_rxterm_recv : out std_logic;
         m_rxterm_fault : out std_logic;
         m_rxterm_fault_addr : out std_logic_vector(63 downto 0);
+        m_rxterm_fault_write : out std_logic;
         m_axi_rq_arid : out std_logic_vector(5 downto 0);
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0);
@@ -138,6 +139,13 @@ entity card_rx_tb_w64 is
         m_axi_bresp : in  std_logic_vector(1 downto 0);
         m_axi_bvalid : in  std_logic;
         m_axi_bready : out std_logic;
+        m_rdone_valid : out std_logic;
+        m_rdone_ready : in  std_logic;
+        m_rdone_busy : out std_logic;
+        m_rdone_qp : out std_logic_vector(9 downto 0);
+        m_rdone_stag : out std_logic_vector(31 downto 0);
+        m_rdone_to : out std_logic_vector(63 downto 0);
+        m_rdone_len : out std_logic_vector(15 downto 0);
         m_baddb_ready : in  std_logic;
         m_baddb_valid : out std_logic;
         m_baddb_qpn : out std_logic_vector(9 downto 0);
@@ -158,12 +166,6 @@ entity card_rx_tb_w64 is
         m_term_seglen : out std_logic_vector(15 downto 0);
         m_term_hdr : out std_logic_vector(143 downto 0);
         m_term_qp : out std_logic_vector(31 downto 0);
-        m_done_valid : out std_logic;
-        m_done_ready : in  std_logic;
-        m_done_qp : out std_logic_vector(31 downto 0);
-        m_done_stag : out std_logic_vector(31 downto 0);
-        m_done_to : out std_logic_vector(63 downto 0);
-        m_done_len : out std_logic_vector(15 downto 0);
         busy : out std_logic;
         cfg_read_check : in  std_logic;
         s_rd_issue_valid : in  std_logic;
@@ -243,6 +245,13 @@ architecture rtl of card_rx_tb_w64 is
     signal x_s_pl_dma_strb : std_logic_vector(7 downto 0);
     signal x_s_pl_dma_valid : std_logic;
     signal x_s_pl_dma_ready : std_logic;
+    signal x_s_pl_dma_qp : std_logic_vector(31 downto 0);
+    signal x_s_pl_done_valid : std_logic;
+    signal x_s_pl_done_ready : std_logic;
+    signal x_s_pl_done_qp : std_logic_vector(31 downto 0);
+    signal x_s_pl_done_stag : std_logic_vector(31 downto 0);
+    signal x_s_pl_done_to : std_logic_vector(63 downto 0);
+    signal x_s_pl_done_len : std_logic_vector(15 downto 0);
     signal x_s_dec_valid : std_logic;
     signal x_s_dec_dest : std_logic_vector(1 downto 0);
     signal x_s_dec_dead : std_logic;
@@ -296,6 +305,7 @@ architecture rtl of card_rx_tb_w64 is
     signal rx_m_rxterm_recv : std_logic;
     signal rx_m_rxterm_fault : std_logic;
     signal rx_m_rxterm_fault_addr : std_logic_vector(63 downto 0);
+    signal rx_m_rxterm_fault_write : std_logic;
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -323,6 +333,12 @@ architecture rtl of card_rx_tb_w64 is
     signal rx_m_axi_wlast : std_logic;
     signal rx_m_axi_wvalid : std_logic;
     signal rx_m_axi_bready : std_logic;
+    signal rx_m_rdone_valid : std_logic;
+    signal rx_m_rdone_busy : std_logic;
+    signal rx_m_rdone_qp : std_logic_vector(9 downto 0);
+    signal rx_m_rdone_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rdone_to : std_logic_vector(63 downto 0);
+    signal rx_m_rdone_len : std_logic_vector(15 downto 0);
     signal rx_m_baddb_valid : std_logic;
     signal rx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal pl_init_done : std_logic;
@@ -338,11 +354,6 @@ architecture rtl of card_rx_tb_w64 is
     signal pl_m_term_seglen : std_logic_vector(15 downto 0);
     signal pl_m_term_hdr : std_logic_vector(143 downto 0);
     signal pl_m_term_qp : std_logic_vector(31 downto 0);
-    signal pl_m_done_valid : std_logic;
-    signal pl_m_done_qp : std_logic_vector(31 downto 0);
-    signal pl_m_done_stag : std_logic_vector(31 downto 0);
-    signal pl_m_done_to : std_logic_vector(63 downto 0);
-    signal pl_m_done_len : std_logic_vector(15 downto 0);
     signal pl_busy : std_logic;
     signal pl_s_chk_ready : std_logic;
     signal pl_m_chk_valid : std_logic;
@@ -400,6 +411,7 @@ begin
     m_rxterm_recv <= rx_m_rxterm_recv;
     m_rxterm_fault <= rx_m_rxterm_fault;
     m_rxterm_fault_addr <= rx_m_rxterm_fault_addr;
+    m_rxterm_fault_write <= rx_m_rxterm_fault_write;
     m_axi_rq_arid <= rx_m_axi_rq_arid;
     m_axi_rq_araddr <= rx_m_axi_rq_araddr;
     m_axi_rq_arlen <= rx_m_axi_rq_arlen;
@@ -427,6 +439,12 @@ begin
     m_axi_wlast <= rx_m_axi_wlast;
     m_axi_wvalid <= rx_m_axi_wvalid;
     m_axi_bready <= rx_m_axi_bready;
+    m_rdone_valid <= rx_m_rdone_valid;
+    m_rdone_busy <= rx_m_rdone_busy;
+    m_rdone_qp <= rx_m_rdone_qp;
+    m_rdone_stag <= rx_m_rdone_stag;
+    m_rdone_to <= rx_m_rdone_to;
+    m_rdone_len <= rx_m_rdone_len;
     m_baddb_valid <= rx_m_baddb_valid;
     m_baddb_qpn <= rx_m_baddb_qpn;
     init_done <= pl_init_done;
@@ -442,11 +460,6 @@ begin
     m_term_seglen <= pl_m_term_seglen;
     m_term_hdr <= pl_m_term_hdr;
     m_term_qp <= pl_m_term_qp;
-    m_done_valid <= pl_m_done_valid;
-    m_done_qp <= pl_m_done_qp;
-    m_done_stag <= pl_m_done_stag;
-    m_done_to <= pl_m_done_to;
-    m_done_len <= pl_m_done_len;
     busy <= pl_busy;
     s_chk_ready <= pl_s_chk_ready;
     m_chk_valid <= pl_m_chk_valid;
@@ -581,6 +594,7 @@ begin
             m_rxterm_recv => rx_m_rxterm_recv,
             m_rxterm_fault => rx_m_rxterm_fault,
             m_rxterm_fault_addr => rx_m_rxterm_fault_addr,
+            m_rxterm_fault_write => rx_m_rxterm_fault_write,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,
@@ -612,6 +626,7 @@ begin
             s_pl_dma_strb => x_s_pl_dma_strb,
             s_pl_dma_valid => x_s_pl_dma_valid,
             s_pl_dma_ready => x_s_pl_dma_ready,
+            s_pl_dma_qp => x_s_pl_dma_qp,
             m_axi_awid => rx_m_axi_awid,
             m_axi_awaddr => rx_m_axi_awaddr,
             m_axi_awlen => rx_m_axi_awlen,
@@ -628,6 +643,19 @@ begin
             m_axi_bresp => m_axi_bresp,
             m_axi_bvalid => m_axi_bvalid,
             m_axi_bready => rx_m_axi_bready,
+            s_pl_done_valid => x_s_pl_done_valid,
+            s_pl_done_ready => x_s_pl_done_ready,
+            s_pl_done_qp => x_s_pl_done_qp,
+            s_pl_done_stag => x_s_pl_done_stag,
+            s_pl_done_to => x_s_pl_done_to,
+            s_pl_done_len => x_s_pl_done_len,
+            m_rdone_valid => rx_m_rdone_valid,
+            m_rdone_ready => m_rdone_ready,
+            m_rdone_busy => rx_m_rdone_busy,
+            m_rdone_qp => rx_m_rdone_qp,
+            m_rdone_stag => rx_m_rdone_stag,
+            m_rdone_to => rx_m_rdone_to,
+            m_rdone_len => rx_m_rdone_len,
             m_baddb_ready => m_baddb_ready,
             m_baddb_valid => rx_m_baddb_valid,
             m_baddb_qpn => rx_m_baddb_qpn
@@ -654,6 +682,7 @@ begin
             m_dma_data => x_s_pl_dma_data,
             m_dma_strb => x_s_pl_dma_strb,
             m_dma_valid => x_s_pl_dma_valid,
+            m_dma_qp => x_s_pl_dma_qp,
             m_dma_ready => x_s_pl_dma_ready,
             m_host_tdata => x_s_host_tdata,
             m_host_tkeep => x_s_host_tkeep,
@@ -675,12 +704,12 @@ begin
             m_term_seglen => pl_m_term_seglen,
             m_term_hdr => pl_m_term_hdr,
             m_term_qp => pl_m_term_qp,
-            m_done_valid => pl_m_done_valid,
-            m_done_ready => m_done_ready,
-            m_done_qp => pl_m_done_qp,
-            m_done_stag => pl_m_done_stag,
-            m_done_to => pl_m_done_to,
-            m_done_len => pl_m_done_len,
+            m_done_valid => x_s_pl_done_valid,
+            m_done_ready => x_s_pl_done_ready,
+            m_done_qp => x_s_pl_done_qp,
+            m_done_stag => x_s_pl_done_stag,
+            m_done_to => x_s_pl_done_to,
+            m_done_len => x_s_pl_done_len,
             busy => pl_busy,
             cfg_drop_after_fail => '1',
             s_kill_valid => x_m_kill_valid,

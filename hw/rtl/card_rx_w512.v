@@ -158,8 +158,9 @@ module card_rx_w512 (
     output wire [15:0]    m_rxterm_seglen,   // the segment's length
     output wire [223:0]   m_rxterm_rdma,     // a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
     output wire           m_rxterm_recv,     // the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
-    output wire           m_rxterm_fault,    // the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
-    output wire [63:0]    m_rxterm_fault_addr, // the faulted block's address
+    output wire           m_rxterm_fault,    // the record is a DMA fault's (a receive WQE read's, or a payload write's: m_rxterm_fault_write; cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
+    output wire [63:0]    m_rxterm_fault_addr, // the faulted block's address (a payload write's: its first byte)
+    output wire           m_rxterm_fault_write, // the fault is a payload write's (DMA_FAULT_INFO.WRITE)
     output wire [5:0]     m_axi_rq_arid,     // RQ WQE reads: always 0 (one burst in flight)
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,    // one 64-byte basic block
@@ -191,6 +192,7 @@ module card_rx_w512 (
     input  wire [63:0]    s_pl_dma_strb,
     input  wire           s_pl_dma_valid,
     output wire           s_pl_dma_ready,
+    input  wire [31:0]    s_pl_dma_qp,       // the block's connection
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,
@@ -207,6 +209,19 @@ module card_rx_w512 (
     input  wire [1:0]     m_axi_bresp,       // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
     input  wire           m_axi_bvalid,      // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
     output wire           m_axi_bready,
+    input  wire           s_pl_done_valid,   // placement's m_done: a Read Response message's last segment is placed
+    output wire           s_pl_done_ready,   // taken while one of 4 slots is free
+    input  wire [31:0]    s_pl_done_qp,
+    input  wire [31:0]    s_pl_done_stag,
+    input  wire [63:0]    s_pl_done_to,
+    input  wire [15:0]    s_pl_done_len,
+    output wire           m_rdone_valid,     // a Read done for card_tx (s_rdone), once its writes have their responses
+    input  wire           m_rdone_ready,
+    output wire           m_rdone_busy,      // a Read done waits here (the card top holds a stream-end record and receive-side Terminates behind it)
+    output wire [9:0]     m_rdone_qp,
+    output wire [31:0]    m_rdone_stag,
+    output wire [63:0]    m_rdone_to,
+    output wire [15:0]    m_rdone_len,
     input  wire           m_baddb_ready,
     output wire           m_baddb_valid,     // an RQ_PI doorbell moved RQ_PI more than the RQ's size past RQ_CI, or behind the blocks the engine has taken (RQ_PI unchanged): the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
     output wire [9:0]     m_baddb_qpn
@@ -224,6 +239,10 @@ module card_rx_w512 (
     wire           cmd_can_take;             // a command or a card failure may be taken
     wire           cmd_take;
     wire           fail_take;
+    wire           wf_take;                  // a QP's first faulted payload write fails it
+    wire [9:0]     wf_take_qp;
+    wire           wf_none;                  // no faulted payload write waits to fail its QP
+    wire           wf_can;
     wire           cmd_create;
     wire           cmd_error;                // QP_CMD ERROR or a card failure: the RQ is flushed
     wire [15:0]    cmd_qpn;                  // the command's QP, or the failed one
@@ -675,21 +694,80 @@ module card_rx_w512 (
     wire           pw_wlast;
     wire           pw_wvalid;
     wire           pw_bready;
+    wire [9:0]     pw_berr_qp;
+    wire [63:0]    pw_berr_addr;
+    reg            wf_v;                     // a faulted payload write waits to be reported (write responses are held meanwhile)
     reg  [15:0]    pw_issued;                // blocks taken by place_axi
     reg  [15:0]    pw_answered;              // write responses
+    wire           pw_take;                  // place_axi takes a block
     reg            pw_snap_v;                // the completion's write count is taken
     reg  [15:0]    pw_snap;                  // writes the completion waits for
     wire           pw_snap_go;
     wire [15:0]    pw_left;                  // responses still awaited (negative: past)
     wire           pw_idle;                  // every write before the completion has its response
+    reg  [9:0]     wf_qp;
+    reg  [63:0]    wf_addr;
+    reg  [15:0]    wf_idx;                   // the faulted write's number
+    reg  [1:0]     wf_age;                   // cycles since the fault was held (its first-fault record is read meanwhile)
+    reg            wf_first;                 // the held fault is its QP's first: it waits to be taken
+    wire           wf_at_wr;
+    wire [9:0]     wf_at_wr_qp;
+    wire [16:0]    wf_at_wr_data;            // CREATE clears the QP's record
+    reg  [16:0]    wf_at_rd;                 // read data of wf_at
+    wire           wf_decide;                // the held fault's record is read
+    wire           wf_is_first;
+    reg            wf_quiet_q;
+    wire           wf_quiet;                 // no fault report has waited for two cycles: wf_at's read data is current
+    reg  [16:0]    wf_at_cpl_rd;             // read data of wf_at_cpl
+    wire [15:0]    snd_cpl_faulted_d;        // the QP's first faulted write's number less the completion's count (negative: before its last write)
+    wire           snd_cpl_faulted;          // the QP faulted on a write before the completion's last
+    wire [2:0]     dn_count_w;               // dones waiting
+    wire           dn_room;
+    wire           dn_push;
+    wire           dn_pop;
+    reg  [2:0]     dnq_count;                // entries held in dnq
+    reg  [9:0]     dnq0_qp;
+    reg  [31:0]    dnq0_stag;
+    reg  [63:0]    dnq0_to;
+    reg  [15:0]    dnq0_len;
+    reg  [15:0]    dnq0_snap;
+    reg  [9:0]     dnq1_qp;
+    reg  [31:0]    dnq1_stag;
+    reg  [63:0]    dnq1_to;
+    reg  [15:0]    dnq1_len;
+    reg  [15:0]    dnq1_snap;
+    reg  [9:0]     dnq2_qp;
+    reg  [31:0]    dnq2_stag;
+    reg  [63:0]    dnq2_to;
+    reg  [15:0]    dnq2_len;
+    reg  [15:0]    dnq2_snap;
+    reg  [9:0]     dnq3_qp;
+    reg  [31:0]    dnq3_stag;
+    reg  [63:0]    dnq3_to;
+    reg  [15:0]    dnq3_len;
+    reg  [15:0]    dnq3_snap;
+    wire [2:0]     dnq_wpos;                 // where a pushed entry goes
+    wire           dnq0_push;
+    wire           dnq1_push;
+    wire           dnq2_push;
+    wire           dnq3_push;
+    wire [15:0]    dn_left;                  // responses the oldest done still waits for (negative: past)
+    reg            dn_stable;                // the head is last cycle's: wf_at_dn's read data is its
+    reg  [16:0]    wf_at_dn_rd;              // read data of wf_at_dn
+    wire [15:0]    dn_faulted_d;             // the QP's first faulted write's number less the completion's count (negative: before its last write)
+    wire           dn_faulted;               // the QP faulted on a write before the completion's last
+    wire           dn_due;                   // the oldest done's writes all have their responses
+    wire           dn_out;
     wire           snd_is_inv;               // Send with Invalidate (SE)
     wire           snd_is_se;                // Send with Solicited Event
     wire [31:0]    snd_got_n;
     wire           snd_cpl_v;                // the completion waits for its payload's write responses
-    wire           snd_cpl_msg;              // a message's completion (not a flush)
+    wire           snd_cpl_msg;              // a message's completion with success (not a flush, no faulted write before it)
     wire [15:0]    fl_ci;                    // RQ_CI past the flushed WQE
     reg  [15:0]    rxterm_cause;
-    wire           rxterm_set;               // an untagged segment failed
+    wire           rxterm_seg;               // an untagged segment failed
+    wire           wf_go;                    // the first fault of a QP's payload write is taken (the record is free)
+    wire           rxterm_set;
     reg            rxterm_fl_pend;           // a taken record's QP waits to join the flush queue
     wire           rxterm_offer;
     wire           rxterm_take;
@@ -700,6 +778,7 @@ module card_rx_w512 (
     reg            rxterm_recvq;
     reg            rxterm_faultq;
     reg  [63:0]    rxterm_fault_addrq;
+    reg            rxterm_fault_wrq;
     reg  [9:0]     rxterm_fl_qp;
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     wire           snd_len_err_set;
@@ -739,6 +818,9 @@ module card_rx_w512 (
     reg  [36:0] rr_st [0:1023];              // per QP: IRD, next Read Request MSN
     reg  [4:0] rr_done_d [0:1023];           // IRD entries given back, read by the done path
     reg  [4:0] rr_done_e [0:1023];           // IRD entries given back, read by the engine
+    reg  [16:0] wf_at [0:1023];              // per QP: {faulted, the number of its first faulted write}
+    reg  [16:0] wf_at_cpl [0:1023];          // per QP: {faulted, the number of its first faulted write}
+    reg  [16:0] wf_at_dn [0:1023];           // per QP: {faulted, the number of its first faulted write}
     reg  [31:0] rq_db_cf [0:1023];           // {blocks taken up to, RQ_CI}, read by the doorbell path
     reg  [4:0] rq_db_log [0:1023];           // the RQ's log2 size, read by the doorbell path
 
@@ -750,11 +832,12 @@ module card_rx_w512 (
     assign qp_cmd_ready = cmd_take;
     assign fail_take = (s_fail_valid & ~qp_cmd_valid) & cmd_can_take;
     assign s_fail_ready = fail_take;
+    assign wf_can = (~s_fail_valid & ~qp_cmd_valid) & cmd_can_take;
     assign cmd_create = cmd_take & (qp_cmd_op == 4'h1);
-    assign cmd_error = (cmd_take & (qp_cmd_op == 4'h3)) | fail_take;
-    assign cmd_qpn = fail_take ? {6'h00, s_fail_qp} : qp_num_qpn;
-    assign s_db_ready = ((((~db_b & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold;
-    assign db_take = (((((s_db_valid & ~db_b) & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold;
+    assign cmd_error = ((cmd_take & (qp_cmd_op == 4'h3)) | fail_take) | wf_take;
+    assign cmd_qpn = wf_take ? {6'h00, wf_take_qp} : (fail_take ? {6'h00, s_fail_qp} : qp_num_qpn);
+    assign s_db_ready = (((((~db_b & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold) & wf_none;
+    assign db_take = ((((((s_db_valid & ~db_b) & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold) & wf_none;
     assign db_is_pi = db_take & (s_db_kind == 3'h4);
     assign db_is_fin = (db_take & (s_db_kind == 3'h5)) & s_db_value[0];
     assign db_in = db_is_pi | db_is_fin;
@@ -1218,22 +1301,54 @@ module card_rx_w512 (
     assign m_axi_wlast = pw_wlast;
     assign m_axi_wvalid = pw_wvalid;
     assign m_axi_bready = pw_bready;
+    assign pw_take = pw_ready & (s_pl_dma_valid | blk_v);
     assign pw_snap_go = ((snd_state == 5'h0e) & ~blk_v) & ~pw_snap_v;
     assign pw_left = pw_snap - pw_answered;
     assign pw_idle = pw_snap_v & ((pw_left == 16'h0000) | pw_left[15]);
+    assign wf_at_wr_qp = cmd_create ? cmd_qpn[9:0] : wf_qp;
+    assign wf_at_wr_data = cmd_create ? 17'h00000 : {1'h1, wf_idx};
+    assign wf_decide = ((wf_v & ~wf_first) & (wf_age == 2'h2)) & ~cmd_create;
+    assign wf_is_first = wf_decide & ~wf_at_rd[16];
+    assign wf_at_wr = cmd_create | wf_is_first;
+    assign wf_take_qp = wf_qp;
+    assign wf_none = ~wf_first;
+    assign wf_quiet = ~wf_v & wf_quiet_q;
+    assign snd_cpl_faulted_d = wf_at_cpl_rd[15:0] - pw_snap;
+    assign snd_cpl_faulted = wf_at_cpl_rd[16] & snd_cpl_faulted_d[15];
+    assign dn_room = dn_count_w < 3'h4;
+    assign dn_push = s_pl_done_valid & dn_room;
+    assign dnq_wpos = dnq_count - {2'h0, dn_pop};
+    assign dnq0_push = dn_push & (dnq_wpos == 3'h0);
+    assign dnq1_push = dn_push & (dnq_wpos == 3'h1);
+    assign dnq2_push = dn_push & (dnq_wpos == 3'h2);
+    assign dnq3_push = dn_push & (dnq_wpos == 3'h3);
+    assign dn_count_w = dnq_count;
+    assign s_pl_done_ready = dn_room;
+    assign dn_left = dnq0_snap - pw_answered;
+    assign dn_faulted_d = wf_at_dn_rd[15:0] - dnq0_snap;
+    assign dn_faulted = wf_at_dn_rd[16] & dn_faulted_d[15];
+    assign dn_due = (dn_stable & wf_quiet) & ((dn_left == 16'h0000) | dn_left[15]);
+    assign dn_out = dn_due & ~dn_faulted;
+    assign dn_pop = dn_due & (m_rdone_ready | dn_faulted);
+    assign m_rdone_busy = |dnq_count;
+    assign m_rdone_valid = dn_out;
+    assign m_rdone_qp = dnq0_qp & {10{dn_out}};
+    assign m_rdone_stag = dnq0_stag & {32{dn_out}};
+    assign m_rdone_to = dnq0_to & {64{dn_out}};
+    assign m_rdone_len = dnq0_len & {16{dn_out}};
     assign snd_is_inv = (snd_op == 4'h4) | (snd_op == 4'h6);
     assign snd_is_se = (snd_op == 4'h5) | (snd_op == 4'h6);
     assign snd_got_n = snd_got + {16'h0000, snd_n};
-    assign snd_cpl_v = (snd_state == 5'h0e) & pw_idle;
+    assign snd_cpl_v = ((snd_state == 5'h0e) & pw_idle) & wf_quiet;
     assign m_cpl_valid = snd_cpl_v;
     assign m_cpl_cq = snd_cq & {10{snd_cpl_v}};
     assign m_cpl_qpn = {6'h00, snd_qp} & {16{snd_cpl_v}};
     assign m_cpl_wr_id = wqe_wrid & {64{snd_cpl_v}};
-    assign snd_cpl_msg = snd_cpl_v & ~fl;
+    assign snd_cpl_msg = (snd_cpl_v & ~fl) & ~snd_cpl_faulted;
     assign fl_ci = (f_err | ~wqe_bbs_ok) ? snd_pi : (snd_ci + {12'h000, wqe_bbs});
     assign m_cpl_byte_len = snd_got_n & {32{snd_cpl_msg}};
     assign m_cpl_opcode = 8'h03 & {8{snd_cpl_v}};
-    assign m_cpl_status = (snd_len_err ? 8'h01 : 8'h03) & {8{(snd_cpl_v & fl)}};
+    assign m_cpl_status = (fl ? (snd_len_err ? 8'h01 : 8'h03) : (snd_cpl_faulted ? 8'h03 : 8'h00)) & {8{snd_cpl_v}};
     assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_msg & snd_is_inv)}};
     assign m_cpl_solicited = snd_cpl_msg & snd_is_se;
     assign m_cpl_invalidated = snd_cpl_msg & snd_is_inv;
@@ -1244,7 +1359,10 @@ module card_rx_w512 (
     assign m_cpl_rq_ci = (fl ? fl_ci : (snd_ci + {12'h000, wqe_bbs})) & {16{snd_cpl_v}};
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
-    assign rxterm_set = (((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault) | tm_recv;
+    assign rxterm_seg = (((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault) | tm_recv;
+    assign wf_go = ((wf_first & wf_can) & ~rxterm_v) & ~rxterm_seg;
+    assign wf_take = wf_go;
+    assign rxterm_set = rxterm_seg | wf_go;
     assign rxterm_offer = rxterm_v & ~rxterm_fl_pend;
     assign rxterm_take = rxterm_offer & m_rxterm_ready;
     assign m_rxterm_valid = rxterm_offer;
@@ -1256,6 +1374,7 @@ module card_rx_w512 (
     assign m_rxterm_recv = rxterm_v & rxterm_recvq;
     assign m_rxterm_fault = rxterm_v & rxterm_faultq;
     assign m_rxterm_fault_addr = rxterm_fault_addrq & {64{rxterm_v}};
+    assign m_rxterm_fault_write = rxterm_v & rxterm_fault_wrq;
     assign fl_rxterm_push = rxterm_fl_pend & ~fl_term_busy;
     assign fl_ext_go = (fl_ext_v & ~rxterm_fl_pend) & ~fl_term_busy;
     assign fl_term_push = fl_rxterm_push | fl_ext_go;
@@ -1303,7 +1422,7 @@ module card_rx_w512 (
     assign snd_res_err = snd_state == 5'h11;
     assign snd_kill = snd_state == 5'h11;
     assign snd_kill_qp = {22'h000000, snd_qp} & {32{(snd_state == 5'h11)}};
-    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? 5'h0e : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
+    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? 5'h0e : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & snd_cpl_v) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
     assign kill_host_v = host_fail | kill_host_pend;
     assign kill_host_qp = kill_host_pend ? kill_host_pend_qp : host_fail_qp;
     assign m_kill_valid = snd_kill | kill_host_v;
@@ -1350,7 +1469,11 @@ module card_rx_w512 (
         qp_rd_ird[7:5],
         w_to_page[31:16],
         w_sge_v,
-        pw_berr
+        s_pl_dma_qp[31:10],
+        wf_at_rd[15:0],
+        snd_cpl_faulted_d[14:0],
+        s_pl_done_qp[31:10],
+        dn_faulted_d[14:0]
     };
 
     always @(posedge clk) begin
@@ -2202,7 +2325,7 @@ module card_rx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             pw_issued <= 16'h0000;
-        end else if (pw_ready & (s_pl_dma_valid | blk_v)) begin
+        end else if (pw_take) begin
             pw_issued <= pw_issued + 16'h0001;
         end
     end
@@ -2230,6 +2353,152 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if (pw_berr) begin
+            wf_qp <= pw_berr_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pw_berr) begin
+            wf_addr <= pw_berr_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pw_berr) begin
+            wf_idx <= pw_answered;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wf_age <= 2'h0;
+        end else if ((pw_berr | cmd_create) | wf_v) begin
+            wf_age <= (pw_berr | cmd_create) ? 2'h0 : ((wf_age == 2'h2) ? wf_age : (wf_age + 2'h1));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wf_first <= 1'h0;
+        end else begin
+            wf_first <= wf_is_first ? 1'h1 : (wf_first & ~wf_take);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wf_v <= 1'h0;
+        end else begin
+            wf_v <= pw_berr | ((wf_v & ~(wf_decide & ~wf_is_first)) & ~wf_take);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wf_quiet_q <= 1'h0;
+        end else begin
+            wf_quiet_q <= ~wf_v;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            dnq_count <= 3'h0;
+        end else begin
+            dnq_count <= dnq_wpos + {2'h0, dn_push};
+        end
+    end
+
+    always @(posedge clk) begin
+        dnq0_qp <= dnq0_push ? s_pl_done_qp[9:0] : (({2'h0, dn_pop} == 3'h1) ? dnq1_qp : (({2'h0, dn_pop} == 3'h2) ? dnq2_qp : (({2'h0, dn_pop} == 3'h3) ? dnq3_qp : dnq0_qp)));
+    end
+
+    always @(posedge clk) begin
+        dnq0_stag <= dnq0_push ? s_pl_done_stag : (({2'h0, dn_pop} == 3'h1) ? dnq1_stag : (({2'h0, dn_pop} == 3'h2) ? dnq2_stag : (({2'h0, dn_pop} == 3'h3) ? dnq3_stag : dnq0_stag)));
+    end
+
+    always @(posedge clk) begin
+        dnq0_to <= dnq0_push ? s_pl_done_to : (({2'h0, dn_pop} == 3'h1) ? dnq1_to : (({2'h0, dn_pop} == 3'h2) ? dnq2_to : (({2'h0, dn_pop} == 3'h3) ? dnq3_to : dnq0_to)));
+    end
+
+    always @(posedge clk) begin
+        dnq0_len <= dnq0_push ? s_pl_done_len : (({2'h0, dn_pop} == 3'h1) ? dnq1_len : (({2'h0, dn_pop} == 3'h2) ? dnq2_len : (({2'h0, dn_pop} == 3'h3) ? dnq3_len : dnq0_len)));
+    end
+
+    always @(posedge clk) begin
+        dnq0_snap <= dnq0_push ? (pw_issued + {15'h0000, pw_take}) : (({2'h0, dn_pop} == 3'h1) ? dnq1_snap : (({2'h0, dn_pop} == 3'h2) ? dnq2_snap : (({2'h0, dn_pop} == 3'h3) ? dnq3_snap : dnq0_snap)));
+    end
+
+    always @(posedge clk) begin
+        dnq1_qp <= dnq1_push ? s_pl_done_qp[9:0] : (({2'h0, dn_pop} == 3'h1) ? dnq2_qp : (({2'h0, dn_pop} == 3'h2) ? dnq3_qp : dnq1_qp));
+    end
+
+    always @(posedge clk) begin
+        dnq1_stag <= dnq1_push ? s_pl_done_stag : (({2'h0, dn_pop} == 3'h1) ? dnq2_stag : (({2'h0, dn_pop} == 3'h2) ? dnq3_stag : dnq1_stag));
+    end
+
+    always @(posedge clk) begin
+        dnq1_to <= dnq1_push ? s_pl_done_to : (({2'h0, dn_pop} == 3'h1) ? dnq2_to : (({2'h0, dn_pop} == 3'h2) ? dnq3_to : dnq1_to));
+    end
+
+    always @(posedge clk) begin
+        dnq1_len <= dnq1_push ? s_pl_done_len : (({2'h0, dn_pop} == 3'h1) ? dnq2_len : (({2'h0, dn_pop} == 3'h2) ? dnq3_len : dnq1_len));
+    end
+
+    always @(posedge clk) begin
+        dnq1_snap <= dnq1_push ? (pw_issued + {15'h0000, pw_take}) : (({2'h0, dn_pop} == 3'h1) ? dnq2_snap : (({2'h0, dn_pop} == 3'h2) ? dnq3_snap : dnq1_snap));
+    end
+
+    always @(posedge clk) begin
+        dnq2_qp <= dnq2_push ? s_pl_done_qp[9:0] : (({2'h0, dn_pop} == 3'h1) ? dnq3_qp : dnq2_qp);
+    end
+
+    always @(posedge clk) begin
+        dnq2_stag <= dnq2_push ? s_pl_done_stag : (({2'h0, dn_pop} == 3'h1) ? dnq3_stag : dnq2_stag);
+    end
+
+    always @(posedge clk) begin
+        dnq2_to <= dnq2_push ? s_pl_done_to : (({2'h0, dn_pop} == 3'h1) ? dnq3_to : dnq2_to);
+    end
+
+    always @(posedge clk) begin
+        dnq2_len <= dnq2_push ? s_pl_done_len : (({2'h0, dn_pop} == 3'h1) ? dnq3_len : dnq2_len);
+    end
+
+    always @(posedge clk) begin
+        dnq2_snap <= dnq2_push ? (pw_issued + {15'h0000, pw_take}) : (({2'h0, dn_pop} == 3'h1) ? dnq3_snap : dnq2_snap);
+    end
+
+    always @(posedge clk) begin
+        dnq3_qp <= dnq3_push ? s_pl_done_qp[9:0] : dnq3_qp;
+    end
+
+    always @(posedge clk) begin
+        dnq3_stag <= dnq3_push ? s_pl_done_stag : dnq3_stag;
+    end
+
+    always @(posedge clk) begin
+        dnq3_to <= dnq3_push ? s_pl_done_to : dnq3_to;
+    end
+
+    always @(posedge clk) begin
+        dnq3_len <= dnq3_push ? s_pl_done_len : dnq3_len;
+    end
+
+    always @(posedge clk) begin
+        dnq3_snap <= dnq3_push ? (pw_issued + {15'h0000, pw_take}) : dnq3_snap;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            dn_stable <= 1'h0;
+        end else begin
+            dn_stable <= |dnq_count & ~dn_pop;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             rxterm_v <= 1'h0;
         end else begin
@@ -2239,13 +2508,13 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (tm_recv ? tr_cause : (rr_bad ? rr_cause : (rr_fault ? ((s_rxk_fault == 3'h1) ? 16'h0100 : ((s_rxk_fault == 3'h2) ? 16'h0103 : ((s_rxk_fault == 3'h3) ? 16'h0102 : ((s_rxk_fault == 3'h4) ? 16'h0104 : 16'h0101)))) : (w_fault ? 16'h00ff : 16'h0109))));
+            rxterm_cause <= wf_go ? 16'h00ff : ((snd_state == 5'h05) ? snd_cause : (tm_recv ? tr_cause : (rr_bad ? rr_cause : (rr_fault ? ((s_rxk_fault == 3'h1) ? 16'h0100 : ((s_rxk_fault == 3'h2) ? 16'h0103 : ((s_rxk_fault == 3'h3) ? 16'h0102 : ((s_rxk_fault == 3'h4) ? 16'h0104 : 16'h0101)))) : (w_fault ? 16'h00ff : 16'h0109)))));
         end
     end
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_qpq <= snd_qp;
+            rxterm_qpq <= wf_go ? wf_qp : snd_qp;
         end
     end
 
@@ -2275,13 +2544,19 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_faultq <= (((snd_state == 5'h05) & snd_posted) & f_err) & ~snd_failed;
+            rxterm_faultq <= wf_go | ((((snd_state == 5'h05) & snd_posted) & f_err) & ~snd_failed);
         end
     end
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_fault_addrq <= f_err_addr;
+            rxterm_fault_addrq <= wf_go ? wf_addr : f_err_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_fault_wrq <= wf_go;
         end
     end
 
@@ -2330,7 +2605,7 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((snd_state == 5'h02) | rxterm_set) begin
+        if ((snd_state == 5'h02) | rxterm_seg) begin
             snd_failed <= (snd_state == 5'h02) ? (rq_st_rd[0] | rq_err_rd[0]) : 1'h1;
         end
     end
@@ -2583,6 +2858,30 @@ module card_rx_w512 (
         end
     end
 
+    // wf_at: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (wf_at_wr) begin
+            wf_at[wf_at_wr_qp] <= wf_at_wr_data;
+        end
+        wf_at_rd <= wf_at[wf_qp];
+    end
+
+    // wf_at_cpl: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (wf_at_wr) begin
+            wf_at_cpl[wf_at_wr_qp] <= wf_at_wr_data;
+        end
+        wf_at_cpl_rd <= wf_at_cpl[snd_qp];
+    end
+
+    // wf_at_dn: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (wf_at_wr) begin
+            wf_at_dn[wf_at_wr_qp] <= wf_at_wr_data;
+        end
+        wf_at_dn_rd <= wf_at_dn[dnq0_qp];
+    end
+
     // rq_db_cf: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | snd_st_wr) begin
@@ -2732,6 +3031,7 @@ module card_rx_w512 (
         .s_dma_strb(s_pl_dma_valid ? s_pl_dma_strb : blk_strb),
         .s_dma_valid(s_pl_dma_valid | blk_v),
         .s_dma_ready(pw_ready),
+        .s_dma_qp(s_pl_dma_valid ? s_pl_dma_qp[9:0] : snd_qp),
         .m_axi_awid(pw_awid),
         .m_axi_awaddr(pw_awaddr),
         .m_axi_awlen(pw_awlen),
@@ -2748,7 +3048,10 @@ module card_rx_w512 (
         .m_axi_bresp(m_axi_bresp),
         .m_axi_bvalid(m_axi_bvalid),
         .m_axi_bready(pw_bready),
-        .m_berr(pw_berr)
+        .m_berr(pw_berr),
+        .m_berr_qp(pw_berr_qp),
+        .m_berr_addr(pw_berr_addr),
+        .s_b_hold(wf_v)
     );
 
 endmodule

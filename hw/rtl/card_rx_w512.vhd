@@ -160,8 +160,9 @@ entity card_rx_w512 is
         m_rxterm_seglen : out std_logic_vector(15 downto 0); -- the segment's length
         m_rxterm_rdma : out std_logic_vector(223 downto 0); -- a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
         m_rxterm_recv : out std_logic;       -- the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
-        m_rxterm_fault : out std_logic;      -- the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
-        m_rxterm_fault_addr : out std_logic_vector(63 downto 0); -- the faulted block's address
+        m_rxterm_fault : out std_logic;      -- the record is a DMA fault's (a receive WQE read's, or a payload write's: m_rxterm_fault_write; cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
+        m_rxterm_fault_addr : out std_logic_vector(63 downto 0); -- the faulted block's address (a payload write's: its first byte)
+        m_rxterm_fault_write : out std_logic; -- the fault is a payload write's (DMA_FAULT_INFO.WRITE)
         m_axi_rq_arid : out std_logic_vector(5 downto 0); -- RQ WQE reads: always 0 (one burst in flight)
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0); -- one 64-byte basic block
@@ -193,6 +194,7 @@ entity card_rx_w512 is
         s_pl_dma_strb : in  std_logic_vector(63 downto 0);
         s_pl_dma_valid : in  std_logic;
         s_pl_dma_ready : out std_logic;
+        s_pl_dma_qp : in  std_logic_vector(31 downto 0); -- the block's connection
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);
@@ -209,6 +211,19 @@ entity card_rx_w512 is
         m_axi_bresp : in  std_logic_vector(1 downto 0); -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
         m_axi_bvalid : in  std_logic;        -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
         m_axi_bready : out std_logic;
+        s_pl_done_valid : in  std_logic;     -- placement's m_done: a Read Response message's last segment is placed
+        s_pl_done_ready : out std_logic;     -- taken while one of 4 slots is free
+        s_pl_done_qp : in  std_logic_vector(31 downto 0);
+        s_pl_done_stag : in  std_logic_vector(31 downto 0);
+        s_pl_done_to : in  std_logic_vector(63 downto 0);
+        s_pl_done_len : in  std_logic_vector(15 downto 0);
+        m_rdone_valid : out std_logic;       -- a Read done for card_tx (s_rdone), once its writes have their responses
+        m_rdone_ready : in  std_logic;
+        m_rdone_busy : out std_logic;        -- a Read done waits here (the card top holds a stream-end record and receive-side Terminates behind it)
+        m_rdone_qp : out std_logic_vector(9 downto 0);
+        m_rdone_stag : out std_logic_vector(31 downto 0);
+        m_rdone_to : out std_logic_vector(63 downto 0);
+        m_rdone_len : out std_logic_vector(15 downto 0);
         m_baddb_ready : in  std_logic;
         m_baddb_valid : out std_logic;       -- an RQ_PI doorbell moved RQ_PI more than the RQ's size past RQ_CI, or behind the blocks the engine has taken (RQ_PI unchanged): the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
         m_baddb_qpn : out std_logic_vector(9 downto 0)
@@ -255,6 +270,10 @@ architecture rtl of card_rx_w512 is
     signal cmd_can_take : std_logic;         -- a command or a card failure may be taken
     signal cmd_take : std_logic;
     signal fail_take : std_logic;
+    signal wf_take : std_logic;              -- a QP's first faulted payload write fails it
+    signal wf_take_qp : std_logic_vector(9 downto 0);
+    signal wf_none : std_logic;              -- no faulted payload write waits to fail its QP
+    signal wf_can : std_logic;
     signal cmd_create : std_logic;
     signal cmd_error : std_logic;            -- QP_CMD ERROR or a card failure: the RQ is flushed
     signal cmd_qpn : std_logic_vector(15 downto 0); -- the command's QP, or the failed one
@@ -706,21 +725,80 @@ architecture rtl of card_rx_w512 is
     signal pw_wlast : std_logic;
     signal pw_wvalid : std_logic;
     signal pw_bready : std_logic;
+    signal pw_berr_qp : std_logic_vector(9 downto 0);
+    signal pw_berr_addr : std_logic_vector(63 downto 0);
+    signal wf_v : std_logic := '0';          -- a faulted payload write waits to be reported (write responses are held meanwhile)
     signal pw_issued : std_logic_vector(15 downto 0) := x"0000"; -- blocks taken by place_axi
     signal pw_answered : std_logic_vector(15 downto 0) := x"0000"; -- write responses
+    signal pw_take : std_logic;              -- place_axi takes a block
     signal pw_snap_v : std_logic := '0';     -- the completion's write count is taken
     signal pw_snap : std_logic_vector(15 downto 0); -- writes the completion waits for
     signal pw_snap_go : std_logic;
     signal pw_left : std_logic_vector(15 downto 0); -- responses still awaited (negative: past)
     signal pw_idle : std_logic;              -- every write before the completion has its response
+    signal wf_qp : std_logic_vector(9 downto 0);
+    signal wf_addr : std_logic_vector(63 downto 0);
+    signal wf_idx : std_logic_vector(15 downto 0); -- the faulted write's number
+    signal wf_age : std_logic_vector(1 downto 0) := "00"; -- cycles since the fault was held (its first-fault record is read meanwhile)
+    signal wf_first : std_logic := '0';      -- the held fault is its QP's first: it waits to be taken
+    signal wf_at_wr : std_logic;
+    signal wf_at_wr_qp : std_logic_vector(9 downto 0);
+    signal wf_at_wr_data : std_logic_vector(16 downto 0); -- CREATE clears the QP's record
+    signal wf_at_rd : std_logic_vector(16 downto 0); -- read data of wf_at
+    signal wf_decide : std_logic;            -- the held fault's record is read
+    signal wf_is_first : std_logic;
+    signal wf_quiet_q : std_logic := '0';
+    signal wf_quiet : std_logic;             -- no fault report has waited for two cycles: wf_at's read data is current
+    signal wf_at_cpl_rd : std_logic_vector(16 downto 0); -- read data of wf_at_cpl
+    signal snd_cpl_faulted_d : std_logic_vector(15 downto 0); -- the QP's first faulted write's number less the completion's count (negative: before its last write)
+    signal snd_cpl_faulted : std_logic;      -- the QP faulted on a write before the completion's last
+    signal dn_count_w : std_logic_vector(2 downto 0); -- dones waiting
+    signal dn_room : std_logic;
+    signal dn_push : std_logic;
+    signal dn_pop : std_logic;
+    signal dnq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in dnq
+    signal dnq0_qp : std_logic_vector(9 downto 0);
+    signal dnq0_stag : std_logic_vector(31 downto 0);
+    signal dnq0_to : std_logic_vector(63 downto 0);
+    signal dnq0_len : std_logic_vector(15 downto 0);
+    signal dnq0_snap : std_logic_vector(15 downto 0);
+    signal dnq1_qp : std_logic_vector(9 downto 0);
+    signal dnq1_stag : std_logic_vector(31 downto 0);
+    signal dnq1_to : std_logic_vector(63 downto 0);
+    signal dnq1_len : std_logic_vector(15 downto 0);
+    signal dnq1_snap : std_logic_vector(15 downto 0);
+    signal dnq2_qp : std_logic_vector(9 downto 0);
+    signal dnq2_stag : std_logic_vector(31 downto 0);
+    signal dnq2_to : std_logic_vector(63 downto 0);
+    signal dnq2_len : std_logic_vector(15 downto 0);
+    signal dnq2_snap : std_logic_vector(15 downto 0);
+    signal dnq3_qp : std_logic_vector(9 downto 0);
+    signal dnq3_stag : std_logic_vector(31 downto 0);
+    signal dnq3_to : std_logic_vector(63 downto 0);
+    signal dnq3_len : std_logic_vector(15 downto 0);
+    signal dnq3_snap : std_logic_vector(15 downto 0);
+    signal dnq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal dnq0_push : std_logic;
+    signal dnq1_push : std_logic;
+    signal dnq2_push : std_logic;
+    signal dnq3_push : std_logic;
+    signal dn_left : std_logic_vector(15 downto 0); -- responses the oldest done still waits for (negative: past)
+    signal dn_stable : std_logic := '0';     -- the head is last cycle's: wf_at_dn's read data is its
+    signal wf_at_dn_rd : std_logic_vector(16 downto 0); -- read data of wf_at_dn
+    signal dn_faulted_d : std_logic_vector(15 downto 0); -- the QP's first faulted write's number less the completion's count (negative: before its last write)
+    signal dn_faulted : std_logic;           -- the QP faulted on a write before the completion's last
+    signal dn_due : std_logic;               -- the oldest done's writes all have their responses
+    signal dn_out : std_logic;
     signal snd_is_inv : std_logic;           -- Send with Invalidate (SE)
     signal snd_is_se : std_logic;            -- Send with Solicited Event
     signal snd_got_n : std_logic_vector(31 downto 0);
     signal snd_cpl_v : std_logic;            -- the completion waits for its payload's write responses
-    signal snd_cpl_msg : std_logic;          -- a message's completion (not a flush)
+    signal snd_cpl_msg : std_logic;          -- a message's completion with success (not a flush, no faulted write before it)
     signal fl_ci : std_logic_vector(15 downto 0); -- RQ_CI past the flushed WQE
     signal rxterm_cause : std_logic_vector(15 downto 0);
-    signal rxterm_set : std_logic;           -- an untagged segment failed
+    signal rxterm_seg : std_logic;           -- an untagged segment failed
+    signal wf_go : std_logic;                -- the first fault of a QP's payload write is taken (the record is free)
+    signal rxterm_set : std_logic;
     signal rxterm_fl_pend : std_logic := '0'; -- a taken record's QP waits to join the flush queue
     signal rxterm_offer : std_logic;
     signal rxterm_take : std_logic;
@@ -731,6 +809,7 @@ architecture rtl of card_rx_w512 is
     signal rxterm_recvq : std_logic;
     signal rxterm_faultq : std_logic;
     signal rxterm_fault_addrq : std_logic_vector(63 downto 0);
+    signal rxterm_fault_wrq : std_logic;
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_len_err_set : std_logic;
@@ -790,6 +869,12 @@ architecture rtl of card_rx_w512 is
     signal rr_done_d : rr_done_d_t;          -- IRD entries given back, read by the done path
     type rr_done_e_t is array (0 to 1023) of std_logic_vector(4 downto 0);
     signal rr_done_e : rr_done_e_t;          -- IRD entries given back, read by the engine
+    type wf_at_t is array (0 to 1023) of std_logic_vector(16 downto 0);
+    signal wf_at : wf_at_t;                  -- per QP: {faulted, the number of its first faulted write}
+    type wf_at_cpl_t is array (0 to 1023) of std_logic_vector(16 downto 0);
+    signal wf_at_cpl : wf_at_cpl_t;          -- per QP: {faulted, the number of its first faulted write}
+    type wf_at_dn_t is array (0 to 1023) of std_logic_vector(16 downto 0);
+    signal wf_at_dn : wf_at_dn_t;            -- per QP: {faulted, the number of its first faulted write}
     type rq_db_cf_t is array (0 to 1023) of std_logic_vector(31 downto 0);
     signal rq_db_cf : rq_db_cf_t;            -- {blocks taken up to, RQ_CI}, read by the doorbell path
     type rq_db_log_t is array (0 to 1023) of std_logic_vector(4 downto 0);
@@ -803,11 +888,12 @@ begin
     qp_cmd_ready <= cmd_take;
     fail_take <= (s_fail_valid and (not qp_cmd_valid)) and cmd_can_take;
     s_fail_ready <= fail_take;
+    wf_can <= ((not s_fail_valid) and (not qp_cmd_valid)) and cmd_can_take;
     cmd_create <= cmd_take and b2l(qp_cmd_op = x"1");
-    cmd_error <= (cmd_take and b2l(qp_cmd_op = x"3")) or fail_take;
-    cmd_qpn <= mux(fail_take, std_logic_vector'("000000" & s_fail_qp), qp_num_qpn);
-    s_db_ready <= (((((not db_b) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold);
-    db_take <= (((((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold);
+    cmd_error <= ((cmd_take and b2l(qp_cmd_op = x"3")) or fail_take) or wf_take;
+    cmd_qpn <= mux(wf_take, std_logic_vector'("000000" & wf_take_qp), mux(fail_take, std_logic_vector'("000000" & s_fail_qp), qp_num_qpn));
+    s_db_ready <= ((((((not db_b) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold)) and wf_none;
+    db_take <= ((((((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold)) and wf_none;
     db_is_pi <= db_take and b2l(s_db_kind = "100");
     db_is_fin <= (db_take and b2l(s_db_kind = "101")) and s_db_value(0);
     db_in <= db_is_pi or db_is_fin;
@@ -1314,22 +1400,54 @@ begin
     m_axi_wlast <= pw_wlast;
     m_axi_wvalid <= pw_wvalid;
     m_axi_bready <= pw_bready;
+    pw_take <= pw_ready and (s_pl_dma_valid or blk_v);
     pw_snap_go <= (b2l(snd_state = "01110") and (not blk_v)) and (not pw_snap_v);
     pw_left <= std_logic_vector(unsigned(pw_snap) - unsigned(pw_answered));
     pw_idle <= pw_snap_v and (b2l(pw_left = x"0000") or pw_left(15));
+    wf_at_wr_qp <= mux(cmd_create, cmd_qpn(9 downto 0), wf_qp);
+    wf_at_wr_data <= mux(cmd_create, "00000000000000000", std_logic_vector'('1' & wf_idx));
+    wf_decide <= ((wf_v and (not wf_first)) and b2l(wf_age = "10")) and (not cmd_create);
+    wf_is_first <= wf_decide and (not wf_at_rd(16));
+    wf_at_wr <= cmd_create or wf_is_first;
+    wf_take_qp <= wf_qp;
+    wf_none <= not wf_first;
+    wf_quiet <= (not wf_v) and wf_quiet_q;
+    snd_cpl_faulted_d <= std_logic_vector(unsigned(wf_at_cpl_rd(15 downto 0)) - unsigned(pw_snap));
+    snd_cpl_faulted <= wf_at_cpl_rd(16) and snd_cpl_faulted_d(15);
+    dn_room <= b2l(unsigned(dn_count_w) < unsigned'("100"));
+    dn_push <= s_pl_done_valid and dn_room;
+    dnq_wpos <= std_logic_vector(unsigned(dnq_count) - unsigned(std_logic_vector'("00" & dn_pop)));
+    dnq0_push <= dn_push and b2l(dnq_wpos = "000");
+    dnq1_push <= dn_push and b2l(dnq_wpos = "001");
+    dnq2_push <= dn_push and b2l(dnq_wpos = "010");
+    dnq3_push <= dn_push and b2l(dnq_wpos = "011");
+    dn_count_w <= dnq_count;
+    s_pl_done_ready <= dn_room;
+    dn_left <= std_logic_vector(unsigned(dnq0_snap) - unsigned(pw_answered));
+    dn_faulted_d <= std_logic_vector(unsigned(wf_at_dn_rd(15 downto 0)) - unsigned(dnq0_snap));
+    dn_faulted <= wf_at_dn_rd(16) and dn_faulted_d(15);
+    dn_due <= (dn_stable and wf_quiet) and (b2l(dn_left = x"0000") or dn_left(15));
+    dn_out <= dn_due and (not dn_faulted);
+    dn_pop <= dn_due and (m_rdone_ready or dn_faulted);
+    m_rdone_busy <= or dnq_count;
+    m_rdone_valid <= dn_out;
+    m_rdone_qp <= dnq0_qp and std_logic_vector'(9 downto 0 => dn_out);
+    m_rdone_stag <= dnq0_stag and std_logic_vector'(31 downto 0 => dn_out);
+    m_rdone_to <= dnq0_to and std_logic_vector'(63 downto 0 => dn_out);
+    m_rdone_len <= dnq0_len and std_logic_vector'(15 downto 0 => dn_out);
     snd_is_inv <= b2l(snd_op = x"4") or b2l(snd_op = x"6");
     snd_is_se <= b2l(snd_op = x"5") or b2l(snd_op = x"6");
     snd_got_n <= std_logic_vector(unsigned(snd_got) + unsigned(std_logic_vector'(x"0000" & snd_n)));
-    snd_cpl_v <= b2l(snd_state = "01110") and pw_idle;
+    snd_cpl_v <= (b2l(snd_state = "01110") and pw_idle) and wf_quiet;
     m_cpl_valid <= snd_cpl_v;
     m_cpl_cq <= snd_cq and std_logic_vector'(9 downto 0 => snd_cpl_v);
     m_cpl_qpn <= std_logic_vector'("000000" & snd_qp) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_cpl_wr_id <= wqe_wrid and std_logic_vector'(63 downto 0 => snd_cpl_v);
-    snd_cpl_msg <= snd_cpl_v and (not fl);
+    snd_cpl_msg <= (snd_cpl_v and (not fl)) and (not snd_cpl_faulted);
     fl_ci <= mux(f_err or (not wqe_bbs_ok), snd_pi, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))));
     m_cpl_byte_len <= snd_got_n and std_logic_vector'(31 downto 0 => snd_cpl_msg);
     m_cpl_opcode <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v);
-    m_cpl_status <= mux(snd_len_err, x"01", x"03") and std_logic_vector'(7 downto 0 => snd_cpl_v and fl);
+    m_cpl_status <= mux(fl, mux(snd_len_err, x"01", x"03"), mux(snd_cpl_faulted, x"03", x"00")) and std_logic_vector'(7 downto 0 => snd_cpl_v);
     m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_msg and snd_is_inv);
     m_cpl_solicited <= snd_cpl_msg and snd_is_se;
     m_cpl_invalidated <= snd_cpl_msg and snd_is_inv;
@@ -1340,7 +1458,10 @@ begin
     m_cpl_rq_ci <= mux(fl, fl_ci, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs)))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
-    rxterm_set <= ((((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault) or tm_recv;
+    rxterm_seg <= ((((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault) or tm_recv;
+    wf_go <= ((wf_first and wf_can) and (not rxterm_v)) and (not rxterm_seg);
+    wf_take <= wf_go;
+    rxterm_set <= rxterm_seg or wf_go;
     rxterm_offer <= rxterm_v and (not rxterm_fl_pend);
     rxterm_take <= rxterm_offer and m_rxterm_ready;
     m_rxterm_valid <= rxterm_offer;
@@ -1352,6 +1473,7 @@ begin
     m_rxterm_recv <= rxterm_v and rxterm_recvq;
     m_rxterm_fault <= rxterm_v and rxterm_faultq;
     m_rxterm_fault_addr <= rxterm_fault_addrq and std_logic_vector'(63 downto 0 => rxterm_v);
+    m_rxterm_fault_write <= rxterm_v and rxterm_fault_wrq;
     fl_rxterm_push <= rxterm_fl_pend and (not fl_term_busy);
     fl_ext_go <= (fl_ext_v and (not rxterm_fl_pend)) and (not fl_term_busy);
     fl_term_push <= fl_rxterm_push or fl_ext_go;
@@ -1408,7 +1530,7 @@ begin
     snd_res_err <= b2l(snd_state = "10001");
     snd_kill <= b2l(snd_state = "10001");
     snd_kill_qp <= std_logic_vector'("0000000000000000000000" & snd_qp) and std_logic_vector'(31 downto 0 => b2l(snd_state = "10001"));
-    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, "01110", "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, "01110", "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and snd_cpl_v, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
     kill_host_v <= host_fail or kill_host_pend;
     kill_host_qp <= mux(kill_host_pend, kill_host_pend_qp, host_fail_qp);
     m_kill_valid <= snd_kill or kill_host_v;
@@ -1455,7 +1577,11 @@ begin
         qp_rd_ird(7 downto 5) &
         w_to_page(31 downto 16) &
         w_sge_v &
-        pw_berr
+        s_pl_dma_qp(31 downto 10) &
+        wf_at_rd(15 downto 0) &
+        snd_cpl_faulted_d(14 downto 0) &
+        s_pl_done_qp(31 downto 10) &
+        dn_faulted_d(14 downto 0)
     );
 
     db_b_reg : process (clk)
@@ -2651,7 +2777,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 pw_issued <= x"0000";
-            elsif (pw_ready and (s_pl_dma_valid or blk_v)) = '1' then
+            elsif pw_take = '1' then
                 pw_issued <= std_logic_vector(unsigned(pw_issued) + unsigned'(x"0001"));
             end if;
         end if;
@@ -2688,6 +2814,239 @@ begin
         end if;
     end process;
 
+    wf_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pw_berr = '1' then
+                wf_qp <= pw_berr_qp;
+            end if;
+        end if;
+    end process;
+
+    wf_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pw_berr = '1' then
+                wf_addr <= pw_berr_addr;
+            end if;
+        end if;
+    end process;
+
+    wf_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pw_berr = '1' then
+                wf_idx <= pw_answered;
+            end if;
+        end if;
+    end process;
+
+    wf_age_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wf_age <= "00";
+            elsif ((pw_berr or cmd_create) or wf_v) = '1' then
+                wf_age <= mux(pw_berr or cmd_create, "00", mux(b2l(wf_age = "10"), wf_age, std_logic_vector(unsigned(wf_age) + unsigned'("01"))));
+            end if;
+        end if;
+    end process;
+
+    wf_first_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wf_first <= '0';
+            else
+                wf_first <= mux(wf_is_first, '1', wf_first and (not wf_take));
+            end if;
+        end if;
+    end process;
+
+    wf_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wf_v <= '0';
+            else
+                wf_v <= pw_berr or ((wf_v and (not (wf_decide and (not wf_is_first)))) and (not wf_take));
+            end if;
+        end if;
+    end process;
+
+    wf_quiet_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wf_quiet_q <= '0';
+            else
+                wf_quiet_q <= not wf_v;
+            end if;
+        end if;
+    end process;
+
+    dnq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                dnq_count <= "000";
+            else
+                dnq_count <= std_logic_vector(unsigned(dnq_wpos) + unsigned(std_logic_vector'("00" & dn_push)));
+            end if;
+        end if;
+    end process;
+
+    dnq0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq0_qp <= mux(dnq0_push, s_pl_done_qp(9 downto 0), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq1_qp, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq2_qp, mux(b2l(std_logic_vector'("00" & dn_pop) = "011"), dnq3_qp, dnq0_qp))));
+        end if;
+    end process;
+
+    dnq0_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq0_stag <= mux(dnq0_push, s_pl_done_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq1_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq2_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "011"), dnq3_stag, dnq0_stag))));
+        end if;
+    end process;
+
+    dnq0_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq0_to <= mux(dnq0_push, s_pl_done_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq1_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq2_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "011"), dnq3_to, dnq0_to))));
+        end if;
+    end process;
+
+    dnq0_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq0_len <= mux(dnq0_push, s_pl_done_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq1_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq2_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "011"), dnq3_len, dnq0_len))));
+        end if;
+    end process;
+
+    dnq0_snap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq0_snap <= mux(dnq0_push, std_logic_vector(unsigned(pw_issued) + unsigned(std_logic_vector'("000000000000000" & pw_take))), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq1_snap, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq2_snap, mux(b2l(std_logic_vector'("00" & dn_pop) = "011"), dnq3_snap, dnq0_snap))));
+        end if;
+    end process;
+
+    dnq1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq1_qp <= mux(dnq1_push, s_pl_done_qp(9 downto 0), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq2_qp, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq3_qp, dnq1_qp)));
+        end if;
+    end process;
+
+    dnq1_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq1_stag <= mux(dnq1_push, s_pl_done_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq2_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq3_stag, dnq1_stag)));
+        end if;
+    end process;
+
+    dnq1_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq1_to <= mux(dnq1_push, s_pl_done_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq2_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq3_to, dnq1_to)));
+        end if;
+    end process;
+
+    dnq1_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq1_len <= mux(dnq1_push, s_pl_done_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq2_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq3_len, dnq1_len)));
+        end if;
+    end process;
+
+    dnq1_snap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq1_snap <= mux(dnq1_push, std_logic_vector(unsigned(pw_issued) + unsigned(std_logic_vector'("000000000000000" & pw_take))), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq2_snap, mux(b2l(std_logic_vector'("00" & dn_pop) = "010"), dnq3_snap, dnq1_snap)));
+        end if;
+    end process;
+
+    dnq2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq2_qp <= mux(dnq2_push, s_pl_done_qp(9 downto 0), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq3_qp, dnq2_qp));
+        end if;
+    end process;
+
+    dnq2_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq2_stag <= mux(dnq2_push, s_pl_done_stag, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq3_stag, dnq2_stag));
+        end if;
+    end process;
+
+    dnq2_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq2_to <= mux(dnq2_push, s_pl_done_to, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq3_to, dnq2_to));
+        end if;
+    end process;
+
+    dnq2_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq2_len <= mux(dnq2_push, s_pl_done_len, mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq3_len, dnq2_len));
+        end if;
+    end process;
+
+    dnq2_snap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq2_snap <= mux(dnq2_push, std_logic_vector(unsigned(pw_issued) + unsigned(std_logic_vector'("000000000000000" & pw_take))), mux(b2l(std_logic_vector'("00" & dn_pop) = "001"), dnq3_snap, dnq2_snap));
+        end if;
+    end process;
+
+    dnq3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq3_qp <= mux(dnq3_push, s_pl_done_qp(9 downto 0), dnq3_qp);
+        end if;
+    end process;
+
+    dnq3_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq3_stag <= mux(dnq3_push, s_pl_done_stag, dnq3_stag);
+        end if;
+    end process;
+
+    dnq3_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq3_to <= mux(dnq3_push, s_pl_done_to, dnq3_to);
+        end if;
+    end process;
+
+    dnq3_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq3_len <= mux(dnq3_push, s_pl_done_len, dnq3_len);
+        end if;
+    end process;
+
+    dnq3_snap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dnq3_snap <= mux(dnq3_push, std_logic_vector(unsigned(pw_issued) + unsigned(std_logic_vector'("000000000000000" & pw_take))), dnq3_snap);
+        end if;
+    end process;
+
+    dn_stable_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                dn_stable <= '0';
+            else
+                dn_stable <= (or dnq_count) and (not dn_pop);
+            end if;
+        end if;
+    end process;
+
     rxterm_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2703,7 +3062,7 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(tm_recv, tr_cause, mux(rr_bad, rr_cause, mux(rr_fault, mux(b2l(s_rxk_fault = "001"), x"0100", mux(b2l(s_rxk_fault = "010"), x"0103", mux(b2l(s_rxk_fault = "011"), x"0102", mux(b2l(s_rxk_fault = "100"), x"0104", x"0101")))), mux(w_fault, x"00ff", x"0109")))));
+                rxterm_cause <= mux(wf_go, x"00ff", mux(b2l(snd_state = "00101"), snd_cause, mux(tm_recv, tr_cause, mux(rr_bad, rr_cause, mux(rr_fault, mux(b2l(s_rxk_fault = "001"), x"0100", mux(b2l(s_rxk_fault = "010"), x"0103", mux(b2l(s_rxk_fault = "011"), x"0102", mux(b2l(s_rxk_fault = "100"), x"0104", x"0101")))), mux(w_fault, x"00ff", x"0109"))))));
             end if;
         end if;
     end process;
@@ -2712,7 +3071,7 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_qpq <= snd_qp;
+                rxterm_qpq <= mux(wf_go, wf_qp, snd_qp);
             end if;
         end if;
     end process;
@@ -2757,7 +3116,7 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_faultq <= ((b2l(snd_state = "00101") and snd_posted) and f_err) and (not snd_failed);
+                rxterm_faultq <= wf_go or (((b2l(snd_state = "00101") and snd_posted) and f_err) and (not snd_failed));
             end if;
         end if;
     end process;
@@ -2766,7 +3125,16 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_fault_addrq <= f_err_addr;
+                rxterm_fault_addrq <= mux(wf_go, wf_addr, f_err_addr);
+            end if;
+        end if;
+    end process;
+
+    rxterm_fault_wrq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_fault_wrq <= wf_go;
             end if;
         end if;
     end process;
@@ -2839,7 +3207,7 @@ begin
     snd_failed_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b2l(snd_state = "00010") or rxterm_set) = '1' then
+            if (b2l(snd_state = "00010") or rxterm_seg) = '1' then
                 snd_failed <= mux(b2l(snd_state = "00010"), rq_st_rd(0) or rq_err_rd(0), '1');
             end if;
         end if;
@@ -3186,6 +3554,39 @@ begin
         end if;
     end process;
 
+    -- wf_at: synchronous write, synchronous read (block RAM)
+    wf_at_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wf_at_wr = '1' then
+                wf_at(to_integer(unsigned(wf_at_wr_qp))) <= wf_at_wr_data;
+            end if;
+            wf_at_rd <= wf_at(to_integer(unsigned(wf_qp)));
+        end if;
+    end process;
+
+    -- wf_at_cpl: synchronous write, synchronous read (block RAM)
+    wf_at_cpl_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wf_at_wr = '1' then
+                wf_at_cpl(to_integer(unsigned(wf_at_wr_qp))) <= wf_at_wr_data;
+            end if;
+            wf_at_cpl_rd <= wf_at_cpl(to_integer(unsigned(snd_qp)));
+        end if;
+    end process;
+
+    -- wf_at_dn: synchronous write, synchronous read (block RAM)
+    wf_at_dn_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wf_at_wr = '1' then
+                wf_at_dn(to_integer(unsigned(wf_at_wr_qp))) <= wf_at_wr_data;
+            end if;
+            wf_at_dn_rd <= wf_at_dn(to_integer(unsigned(dnq0_qp)));
+        end if;
+    end process;
+
     -- rq_db_cf: synchronous write, synchronous read (block RAM)
     rq_db_cf_ram : process (clk)
     begin
@@ -3344,6 +3745,7 @@ begin
             s_dma_strb => mux(s_pl_dma_valid, s_pl_dma_strb, blk_strb),
             s_dma_valid => s_pl_dma_valid or blk_v,
             s_dma_ready => pw_ready,
+            s_dma_qp => mux(s_pl_dma_valid, s_pl_dma_qp(9 downto 0), snd_qp),
             m_axi_awid => pw_awid,
             m_axi_awaddr => pw_awaddr,
             m_axi_awlen => pw_awlen,
@@ -3360,6 +3762,9 @@ begin
             m_axi_bresp => m_axi_bresp,
             m_axi_bvalid => m_axi_bvalid,
             m_axi_bready => pw_bready,
-            m_berr => pw_berr
+            m_berr => pw_berr,
+            m_berr_qp => pw_berr_qp,
+            m_berr_addr => pw_berr_addr,
+            s_b_hold => wf_v
         );
 end architecture rtl;

@@ -67,6 +67,7 @@ module card_tx_tb_w512 (
     input  wire           s_term_recv,
     input  wire           s_term_fault,
     input  wire [63:0]    s_term_fault_addr,
+    input  wire           s_term_fault_write,
     input  wire [7:0]     s_term_reason,
     output wire           m_ev_valid,
     input  wire           m_ev_ready,
@@ -77,6 +78,7 @@ module card_tx_tb_w512 (
     output wire           m_fault_valid,
     output wire [9:0]     m_fault_qpn,
     output wire [63:0]    m_fault_addr,
+    output wire           m_fault_write,
     output wire           m_rd_issue_valid,
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,
@@ -153,6 +155,7 @@ module card_tx_tb_w512 (
     output wire [511:0]   m_dma_data,
     output wire [63:0]    m_dma_strb,
     output wire           m_dma_valid,
+    output wire [31:0]    m_dma_qp,
     input  wire           m_dma_ready,
     output wire [511:0]   m_host_tdata,
     output wire [63:0]    m_host_tkeep,
@@ -254,6 +257,7 @@ module card_tx_tb_w512 (
     wire           tx_m_fault_valid;
     wire [9:0]     tx_m_fault_qpn;
     wire [63:0]    tx_m_fault_addr;
+    wire           tx_m_fault_write;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -303,6 +307,7 @@ module card_tx_tb_w512 (
     wire [511:0]   pl_m_dma_data;
     wire [63:0]    pl_m_dma_strb;
     wire           pl_m_dma_valid;
+    wire [31:0]    pl_m_dma_qp;
     wire [511:0]   pl_m_host_tdata;
     wire [63:0]    pl_m_host_tkeep;
     wire           pl_m_host_tlast;
@@ -350,6 +355,7 @@ module card_tx_tb_w512 (
     assign m_fault_valid = tx_m_fault_valid;
     assign m_fault_qpn = tx_m_fault_qpn;
     assign m_fault_addr = tx_m_fault_addr;
+    assign m_fault_write = tx_m_fault_write;
     assign m_rd_issue_valid = tx_m_rd_issue_valid;
     assign m_rd_issue_qp = tx_m_rd_issue_qp;
     assign m_rd_issue_count = tx_m_rd_issue_count;
@@ -399,6 +405,7 @@ module card_tx_tb_w512 (
     assign m_dma_data = pl_m_dma_data;
     assign m_dma_strb = pl_m_dma_strb;
     assign m_dma_valid = pl_m_dma_valid;
+    assign m_dma_qp = pl_m_dma_qp;
     assign m_host_tdata = pl_m_host_tdata;
     assign m_host_tkeep = pl_m_host_tkeep;
     assign m_host_tlast = pl_m_host_tlast;
@@ -486,6 +493,7 @@ module card_tx_tb_w512 (
         .s_term_recv(s_term_recv),
         .s_term_fault(s_term_fault),
         .s_term_fault_addr(s_term_fault_addr),
+        .s_term_fault_write(s_term_fault_write),
         .s_term_reason(s_term_reason),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(m_ev_ready),
@@ -496,6 +504,7 @@ module card_tx_tb_w512 (
         .m_fault_valid(tx_m_fault_valid),
         .m_fault_qpn(tx_m_fault_qpn),
         .m_fault_addr(tx_m_fault_addr),
+        .m_fault_write(tx_m_fault_write),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
@@ -605,6 +614,7 @@ module card_tx_tb_w512 (
         .m_dma_data(pl_m_dma_data),
         .m_dma_strb(pl_m_dma_strb),
         .m_dma_valid(pl_m_dma_valid),
+        .m_dma_qp(pl_m_dma_qp),
         .m_dma_ready(m_dma_ready),
         .m_host_tdata(pl_m_host_tdata),
         .m_host_tkeep(pl_m_host_tkeep),

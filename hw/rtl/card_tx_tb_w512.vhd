@@ -69,6 +69,7 @@ entity card_tx_tb_w512 is
         s_term_recv : in  std_logic;
         s_term_fault : in  std_logic;
         s_term_fault_addr : in  std_logic_vector(63 downto 0);
+        s_term_fault_write : in  std_logic;
         s_term_reason : in  std_logic_vector(7 downto 0);
         m_ev_valid : out std_logic;
         m_ev_ready : in  std_logic;
@@ -79,6 +80,7 @@ entity card_tx_tb_w512 is
         m_fault_valid : out std_logic;
         m_fault_qpn : out std_logic_vector(9 downto 0);
         m_fault_addr : out std_logic_vector(63 downto 0);
+        m_fault_write : out std_logic;
         m_rd_issue_valid : out std_logic;
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0);
@@ -155,6 +157,7 @@ entity card_tx_tb_w512 is
         m_dma_data : out std_logic_vector(511 downto 0);
         m_dma_strb : out std_logic_vector(63 downto 0);
         m_dma_valid : out std_logic;
+        m_dma_qp : out std_logic_vector(31 downto 0);
         m_dma_ready : in  std_logic;
         m_host_tdata : out std_logic_vector(511 downto 0);
         m_host_tkeep : out std_logic_vector(63 downto 0);
@@ -258,6 +261,7 @@ architecture rtl of card_tx_tb_w512 is
     signal tx_m_fault_valid : std_logic;
     signal tx_m_fault_qpn : std_logic_vector(9 downto 0);
     signal tx_m_fault_addr : std_logic_vector(63 downto 0);
+    signal tx_m_fault_write : std_logic;
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -307,6 +311,7 @@ architecture rtl of card_tx_tb_w512 is
     signal pl_m_dma_data : std_logic_vector(511 downto 0);
     signal pl_m_dma_strb : std_logic_vector(63 downto 0);
     signal pl_m_dma_valid : std_logic;
+    signal pl_m_dma_qp : std_logic_vector(31 downto 0);
     signal pl_m_host_tdata : std_logic_vector(511 downto 0);
     signal pl_m_host_tkeep : std_logic_vector(63 downto 0);
     signal pl_m_host_tlast : std_logic;
@@ -354,6 +359,7 @@ begin
     m_fault_valid <= tx_m_fault_valid;
     m_fault_qpn <= tx_m_fault_qpn;
     m_fault_addr <= tx_m_fault_addr;
+    m_fault_write <= tx_m_fault_write;
     m_rd_issue_valid <= tx_m_rd_issue_valid;
     m_rd_issue_qp <= tx_m_rd_issue_qp;
     m_rd_issue_count <= tx_m_rd_issue_count;
@@ -403,6 +409,7 @@ begin
     m_dma_data <= pl_m_dma_data;
     m_dma_strb <= pl_m_dma_strb;
     m_dma_valid <= pl_m_dma_valid;
+    m_dma_qp <= pl_m_dma_qp;
     m_host_tdata <= pl_m_host_tdata;
     m_host_tkeep <= pl_m_host_tkeep;
     m_host_tlast <= pl_m_host_tlast;
@@ -491,6 +498,7 @@ begin
             s_term_recv => s_term_recv,
             s_term_fault => s_term_fault,
             s_term_fault_addr => s_term_fault_addr,
+            s_term_fault_write => s_term_fault_write,
             s_term_reason => s_term_reason,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => m_ev_ready,
@@ -501,6 +509,7 @@ begin
             m_fault_valid => tx_m_fault_valid,
             m_fault_qpn => tx_m_fault_qpn,
             m_fault_addr => tx_m_fault_addr,
+            m_fault_write => tx_m_fault_write,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
@@ -611,6 +620,7 @@ begin
             m_dma_data => pl_m_dma_data,
             m_dma_strb => pl_m_dma_strb,
             m_dma_valid => pl_m_dma_valid,
+            m_dma_qp => pl_m_dma_qp,
             m_dma_ready => m_dma_ready,
             m_host_tdata => pl_m_host_tdata,
             m_host_tkeep => pl_m_host_tkeep,

@@ -128,7 +128,7 @@ module card_tx_w512 (
     input  wire [31:0]    s_db_value,        // the value written
     input  wire           s_db_push_ok,      // QP_DB_PUSH: s_db_push_data holds the whole block
     input  wire [511:0]   s_db_push_data,    // QP_DB_PUSH: the block, byte 0 in bits 7:0
-    input  wire           s_rdone_valid,     // Read done (placement m_done): the last Read Response segment of a QP is placed
+    input  wire           s_rdone_valid,     // Read done (card_rx m_rdone: placement's m_done once the writes up to it have their responses): the last Read Response segment of a QP is placed
     output wire           s_rdone_ready,
     input  wire [9:0]     s_rdone_qp,        // its QP (placement m_done_qp, low bits)
     input  wire [31:0]    s_rdone_stag,      // its STag (m_done_stag; not checked here)
@@ -155,8 +155,9 @@ module card_tx_w512 (
     input  wire [15:0]    s_term_seglen,     // the offending segment's length
     input  wire [223:0]   s_term_rdma,       // a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
     input  wire           s_term_recv,       // the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
-    input  wire           s_term_fault,      // the record is a DMA fault's (card_rx's receive WQE read): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
+    input  wire           s_term_fault,      // the record is a DMA fault's (card_rx's receive WQE read, receive ring read or payload write): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
     input  wire [63:0]    s_term_fault_addr, // the faulted address
+    input  wire           s_term_fault_write, // the faulted access is a write (card_rx's payload writes): named on m_fault_write
     input  wire [7:0]     s_term_reason,     // QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record
     output wire           m_ev_valid,        // TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error
     input  wire           m_ev_ready,
@@ -167,6 +168,7 @@ module card_tx_w512 (
     output wire           m_fault_valid,     // pulse: a WQE read of the engine got an error response, or a DMA fault's record came (its DMA_FAULT event is raised now)
     output wire [9:0]     m_fault_qpn,       // the QP
     output wire [63:0]    m_fault_addr,      // the faulted WQE block's address
+    output wire           m_fault_write,     // the fault is a write's (a record's s_term_fault_write); the engine's own are reads
     output wire           m_rd_issue_valid,  // an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,  // the QP's Read Requests so far, plus one (its next Read Request MSN)
@@ -1330,6 +1332,7 @@ module card_tx_w512 (
     assign m_fault_valid = (wf_ev | term_fault_go) | gf_ev;
     assign m_fault_qpn = (wf_ev | gf_ev) ? cur_qp : (s_term_qpn & {10{term_fault_go}});
     assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (s_term_fault_addr & {64{term_fault_go}}));
+    assign m_fault_write = ((term_fault_go & ~wf_ev) & ~gf_ev) & s_term_fault_write;
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;

@@ -130,7 +130,7 @@ entity card_tx_w512 is
         s_db_value : in  std_logic_vector(31 downto 0); -- the value written
         s_db_push_ok : in  std_logic;        -- QP_DB_PUSH: s_db_push_data holds the whole block
         s_db_push_data : in  std_logic_vector(511 downto 0); -- QP_DB_PUSH: the block, byte 0 in bits 7:0
-        s_rdone_valid : in  std_logic;       -- Read done (placement m_done): the last Read Response segment of a QP is placed
+        s_rdone_valid : in  std_logic;       -- Read done (card_rx m_rdone: placement's m_done once the writes up to it have their responses): the last Read Response segment of a QP is placed
         s_rdone_ready : out std_logic;
         s_rdone_qp : in  std_logic_vector(9 downto 0); -- its QP (placement m_done_qp, low bits)
         s_rdone_stag : in  std_logic_vector(31 downto 0); -- its STag (m_done_stag; not checked here)
@@ -157,8 +157,9 @@ entity card_tx_w512 is
         s_term_seglen : in  std_logic_vector(15 downto 0); -- the offending segment's length
         s_term_rdma : in  std_logic_vector(223 downto 0); -- a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
         s_term_recv : in  std_logic;         -- the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
-        s_term_fault : in  std_logic;        -- the record is a DMA fault's (card_rx's receive WQE read): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
+        s_term_fault : in  std_logic;        -- the record is a DMA fault's (card_rx's receive WQE read, receive ring read or payload write): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
         s_term_fault_addr : in  std_logic_vector(63 downto 0); -- the faulted address
+        s_term_fault_write : in  std_logic;  -- the faulted access is a write (card_rx's payload writes): named on m_fault_write
         s_term_reason : in  std_logic_vector(7 downto 0); -- QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record
         m_ev_valid : out std_logic;          -- TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error
         m_ev_ready : in  std_logic;
@@ -169,6 +170,7 @@ entity card_tx_w512 is
         m_fault_valid : out std_logic;       -- pulse: a WQE read of the engine got an error response, or a DMA fault's record came (its DMA_FAULT event is raised now)
         m_fault_qpn : out std_logic_vector(9 downto 0); -- the QP
         m_fault_addr : out std_logic_vector(63 downto 0); -- the faulted WQE block's address
+        m_fault_write : out std_logic;       -- the fault is a write's (a record's s_term_fault_write); the engine's own are reads
         m_rd_issue_valid : out std_logic;    -- an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0); -- the QP's Read Requests so far, plus one (its next Read Request MSN)
@@ -1377,6 +1379,7 @@ begin
     m_fault_valid <= (wf_ev or term_fault_go) or gf_ev;
     m_fault_qpn <= mux(wf_ev or gf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
     m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go)));
+    m_fault_write <= ((term_fault_go and (not wf_ev)) and (not gf_ev)) and s_term_fault_write;
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;

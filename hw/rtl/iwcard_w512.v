@@ -48,13 +48,16 @@
 // fail a QP: card_tx's WQE reads and payload reads (gather and Read Response
 // source: the message is cut at the FPDU holding the refused page, the FPDUs
 // from there on never published), card_rx's receive WQE and receive ring reads
-// (whose Terminate record carries the fault to card_tx): DMA_FAULT, then
-// QP_ERROR DMA and a Local Catastrophic Terminate; a faulted status record
-// (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL):
-// no new AXI address goes out, bursts already started finish, and DMA_FAULT_*
-// keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the
-// transmit ring and placement write faults, and what a faulted CQE does to its
-// QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
+// and its payload writes (whose Terminate record carries the fault to card_tx;
+// a write's sets DMA_FAULT_INFO.WRITE): DMA_FAULT, then QP_ERROR DMA and a
+// Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT
+// event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes
+// out, bursts already started finish, and DMA_FAULT_* keep the fault that
+// stopped it. Not wired yet (docs/card-rtl.md): the transmit ring write
+// faults, and what a faulted CQE does to its QP. Placement's Read dones reach
+// card_tx through card_rx once their writes have their responses; a stream-end
+// record and the receive-side Terminate records wait while one is held there.
+// card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
 // card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
 // the engines as an ERROR command (the QP command fork, while card_regs offers
 // none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
@@ -198,6 +201,7 @@ module iwcard_w512 (
     wire           tx_m_fault_valid;
     wire [9:0]     tx_m_fault_qpn;
     wire [63:0]    tx_m_fault_addr;
+    wire           tx_m_fault_write;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -328,6 +332,7 @@ module iwcard_w512 (
     wire           rx_m_rxterm_recv;
     wire           rx_m_rxterm_fault;
     wire [63:0]    rx_m_rxterm_fault_addr;
+    wire           rx_m_rxterm_fault_write;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -356,6 +361,13 @@ module iwcard_w512 (
     wire           rx_m_axi_wlast;
     wire           rx_m_axi_wvalid;
     wire           rx_m_axi_bready;
+    wire           rx_s_pl_done_ready;
+    wire           rx_m_rdone_valid;
+    wire           rx_m_rdone_busy;
+    wire [9:0]     rx_m_rdone_qp;
+    wire [31:0]    rx_m_rdone_stag;
+    wire [63:0]    rx_m_rdone_to;
+    wire [15:0]    rx_m_rdone_len;
     wire           rx_m_baddb_valid;
     wire [9:0]     rx_m_baddb_qpn;
     wire           pl_s_axis_tready;
@@ -364,6 +376,7 @@ module iwcard_w512 (
     wire [511:0]   pl_m_dma_data;
     wire [63:0]    pl_m_dma_strb;
     wire           pl_m_dma_valid;
+    wire [31:0]    pl_m_dma_qp;
     wire [511:0]   pl_m_host_tdata;
     wire [63:0]    pl_m_host_tkeep;
     wire           pl_m_host_tlast;
@@ -591,7 +604,7 @@ module iwcard_w512 (
     wire           flt_take;
     reg  [63:0]    flt_addr;                 // DMA_FAULT_ADDR
     reg  [15:0]    flt_qpn;                  // DMA_FAULT_INFO.QPN
-    reg            flt_write;                // DMA_FAULT_INFO.WRITE: card_tx's are reads
+    reg            flt_write;                // DMA_FAULT_INFO.WRITE: card_tx's are reads but for card_rx's payload writes
     reg  [7:0]     flt_count;                // DMA_FAULT_INFO.COUNT (saturates)
     wire           sweep_taken;              // card_tx took the sweep's record
     reg            sweep_busy;               // a CQ overran: its QPs are being put in error
@@ -605,6 +618,7 @@ module iwcard_w512 (
     wire           sweep_match;
     wire           sweep_last;
     wire           sweep_next;               // sweep_idx is done
+    wire           term_rd_quiet;            // no Read done waits in card_rx
     reg            term_hold;                // a granted record waits for its ready
     reg  [3:0]     term_held;                // its grant (bit i: request i)
     wire           term_g0;
@@ -618,7 +632,7 @@ module iwcard_w512 (
     wire           term_ring_fault;          // card_rx's error record is a receive ring read's DMA fault
     wire           qpcmd_bd_tx_taken;        // every engine has card_tx's bad SQ_PI's ERROR
     wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
-    wire           end_go;                   // placement is empty: a stream-end record may pass
+    wire           end_go;                   // placement is empty and no Read done waits: a stream-end record may pass
     reg            txrec_done0;              // this target already took the record
     reg            txrec_done1;              // this target already took the record
     wire           txrec_valid0;
@@ -683,10 +697,11 @@ module iwcard_w512 (
     assign sweep_match = (sweep_chk & sweep_tab_rd[20]) & ((sweep_tab_rd[19:10] == sweep_cq) | (sweep_tab_rd[9:0] == sweep_cq));
     assign sweep_last = sweep_idx == 10'h3ff;
     assign sweep_next = (sweep_chk & ~sweep_match) | (sweep_hit & sweep_taken);
-    assign term_g0 = term_hold ? term_held[0] : rx_m_rxterm_valid;
-    assign term_g1 = term_hold ? term_held[1] : ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & ~rx_m_rxterm_valid);
-    assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
-    assign term_g3 = term_hold ? term_held[3] : (sweep_hit & ~((rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))) | (((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready))));
+    assign term_rd_quiet = ~rx_m_rdone_busy;
+    assign term_g0 = term_hold ? term_held[0] : (rx_m_rxterm_valid & term_rd_quiet);
+    assign term_g1 = term_hold ? term_held[1] : (((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & term_rd_quiet) & ~(rx_m_rxterm_valid & term_rd_quiet));
+    assign term_g2 = term_hold ? term_held[2] : (((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & term_rd_quiet) & ~((rx_m_rxterm_valid & term_rd_quiet) | ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & term_rd_quiet)));
+    assign term_g3 = term_hold ? term_held[3] : (sweep_hit & ~(((rx_m_rxterm_valid & term_rd_quiet) | ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & term_rd_quiet)) | ((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & term_rd_quiet)));
     assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
     assign sweep_taken = term_take & term_g3;
@@ -695,7 +710,7 @@ module iwcard_w512 (
     assign term_ring_fault = term_g2 & term_err_dma;
     assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h1);
     assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
-    assign end_go = ~pl_busy;
+    assign end_go = ~(pl_busy | rx_m_rdone_busy);
     assign txrec_valid0 = (tx_m_cpl_valid & 1'h1) & ~txrec_done0;
     assign txrec_valid1 = (tx_m_cpl_valid & tx_m_cpl_term) & ~txrec_done1;
     assign txrec_ready = tx_m_cpl_valid & (((~1'h1 | txrec_done0) | st_s_tx_ready) & ((~tx_m_cpl_term | txrec_done1) | rx_s_fail_ready));
@@ -703,7 +718,6 @@ module iwcard_w512 (
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
         regs_qp_rd_ord[7:5],
-        pl_m_done_qp[31:10],
         pl_m_term_qp[31:10],
         pl_m_term_mdr,
         wrm_s0_axi_bid[5:4],
@@ -844,7 +858,7 @@ module iwcard_w512 (
         if (rst) begin
             flt_write <= 1'h0;
         end else if (flt_take) begin
-            flt_write <= ~flt_take_tx;
+            flt_write <= ~flt_take_tx | tx_m_fault_write;
         end
     end
 
@@ -1151,12 +1165,12 @@ module iwcard_w512 (
         .s_db_value(regs_m_db_value),
         .s_db_push_ok(regs_m_db_push_ok),
         .s_db_push_data(regs_m_db_push_data),
-        .s_rdone_valid(pl_m_done_valid),
+        .s_rdone_valid(rx_m_rdone_valid),
         .s_rdone_ready(tx_s_rdone_ready),
-        .s_rdone_qp(pl_m_done_qp[9:0]),
-        .s_rdone_stag(pl_m_done_stag),
-        .s_rdone_to(pl_m_done_to),
-        .s_rdone_len(pl_m_done_len),
+        .s_rdone_qp(rx_m_rdone_qp),
+        .s_rdone_stag(rx_m_rdone_stag),
+        .s_rdone_to(rx_m_rdone_to),
+        .s_rdone_len(rx_m_rdone_len),
         .s_end_valid(st_m_end_valid & end_go),
         .s_end_ready(tx_s_end_ready),
         .s_end_qpn(st_m_end_qpn),
@@ -1180,6 +1194,7 @@ module iwcard_w512 (
         .s_term_recv(term_g0 & rx_m_rxterm_recv),
         .s_term_fault(term_rx_fault | term_ring_fault),
         .s_term_fault_addr(term_ring_fault ? rx_m_err_addr : (rx_m_rxterm_fault_addr & {64{term_rx_fault}})),
+        .s_term_fault_write(term_rx_fault & rx_m_rxterm_fault_write),
         .s_term_reason(term_g3 ? 8'h05 : ((term_rx_fault | term_ring_fault) ? 8'h04 : 8'h00)),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
@@ -1190,6 +1205,7 @@ module iwcard_w512 (
         .m_fault_valid(tx_m_fault_valid),
         .m_fault_qpn(tx_m_fault_qpn),
         .m_fault_addr(tx_m_fault_addr),
+        .m_fault_write(tx_m_fault_write),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
@@ -1397,6 +1413,7 @@ module iwcard_w512 (
         .m_rxterm_recv(rx_m_rxterm_recv),
         .m_rxterm_fault(rx_m_rxterm_fault),
         .m_rxterm_fault_addr(rx_m_rxterm_fault_addr),
+        .m_rxterm_fault_write(rx_m_rxterm_fault_write),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),
@@ -1428,6 +1445,7 @@ module iwcard_w512 (
         .s_pl_dma_strb(pl_m_dma_strb),
         .s_pl_dma_valid(pl_m_dma_valid),
         .s_pl_dma_ready(rx_s_pl_dma_ready),
+        .s_pl_dma_qp(pl_m_dma_qp),
         .m_axi_awid(rx_m_axi_awid),
         .m_axi_awaddr(rx_m_axi_awaddr),
         .m_axi_awlen(rx_m_axi_awlen),
@@ -1444,6 +1462,19 @@ module iwcard_w512 (
         .m_axi_bresp(wrm_s1_axi_bresp),
         .m_axi_bvalid(wrm_s1_axi_bvalid),
         .m_axi_bready(rx_m_axi_bready),
+        .s_pl_done_valid(pl_m_done_valid),
+        .s_pl_done_ready(rx_s_pl_done_ready),
+        .s_pl_done_qp(pl_m_done_qp),
+        .s_pl_done_stag(pl_m_done_stag),
+        .s_pl_done_to(pl_m_done_to),
+        .s_pl_done_len(pl_m_done_len),
+        .m_rdone_valid(rx_m_rdone_valid),
+        .m_rdone_ready(tx_s_rdone_ready),
+        .m_rdone_busy(rx_m_rdone_busy),
+        .m_rdone_qp(rx_m_rdone_qp),
+        .m_rdone_stag(rx_m_rdone_stag),
+        .m_rdone_to(rx_m_rdone_to),
+        .m_rdone_len(rx_m_rdone_len),
         .m_baddb_ready(qpcmd_bd_rq_taken),
         .m_baddb_valid(rx_m_baddb_valid),
         .m_baddb_qpn(rx_m_baddb_qpn)
@@ -1469,6 +1500,7 @@ module iwcard_w512 (
         .m_dma_data(pl_m_dma_data),
         .m_dma_strb(pl_m_dma_strb),
         .m_dma_valid(pl_m_dma_valid),
+        .m_dma_qp(pl_m_dma_qp),
         .m_dma_ready(rx_s_pl_dma_ready),
         .m_host_tdata(pl_m_host_tdata),
         .m_host_tkeep(pl_m_host_tkeep),
@@ -1491,7 +1523,7 @@ module iwcard_w512 (
         .m_term_hdr(pl_m_term_hdr),
         .m_term_qp(pl_m_term_qp),
         .m_done_valid(pl_m_done_valid),
-        .m_done_ready(tx_s_rdone_ready),
+        .m_done_ready(rx_s_pl_done_ready),
         .m_done_qp(pl_m_done_qp),
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),

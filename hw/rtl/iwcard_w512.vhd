@@ -48,13 +48,16 @@
 -- fail a QP: card_tx's WQE reads and payload reads (gather and Read Response
 -- source: the message is cut at the FPDU holding the refused page, the FPDUs
 -- from there on never published), card_rx's receive WQE and receive ring reads
--- (whose Terminate record carries the fault to card_tx): DMA_FAULT, then
--- QP_ERROR DMA and a Local Catastrophic Terminate; a faulted status record
--- (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL):
--- no new AXI address goes out, bursts already started finish, and DMA_FAULT_*
--- keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the
--- transmit ring and placement write faults, and what a faulted CQE does to its
--- QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
+-- and its payload writes (whose Terminate record carries the fault to card_tx;
+-- a write's sets DMA_FAULT_INFO.WRITE): DMA_FAULT, then QP_ERROR DMA and a
+-- Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT
+-- event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes
+-- out, bursts already started finish, and DMA_FAULT_* keep the fault that
+-- stopped it. Not wired yet (docs/card-rtl.md): the transmit ring write
+-- faults, and what a faulted CQE does to its QP. Placement's Read dones reach
+-- card_tx through card_rx once their writes have their responses; a stream-end
+-- record and the receive-side Terminate records wait while one is held there.
+-- card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
 -- card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
 -- the engines as an ERROR command (the QP command fork, while card_regs offers
 -- none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
@@ -229,6 +232,7 @@ architecture rtl of iwcard_w512 is
     signal tx_m_fault_valid : std_logic;
     signal tx_m_fault_qpn : std_logic_vector(9 downto 0);
     signal tx_m_fault_addr : std_logic_vector(63 downto 0);
+    signal tx_m_fault_write : std_logic;
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -359,6 +363,7 @@ architecture rtl of iwcard_w512 is
     signal rx_m_rxterm_recv : std_logic;
     signal rx_m_rxterm_fault : std_logic;
     signal rx_m_rxterm_fault_addr : std_logic_vector(63 downto 0);
+    signal rx_m_rxterm_fault_write : std_logic;
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -387,6 +392,13 @@ architecture rtl of iwcard_w512 is
     signal rx_m_axi_wlast : std_logic;
     signal rx_m_axi_wvalid : std_logic;
     signal rx_m_axi_bready : std_logic;
+    signal rx_s_pl_done_ready : std_logic;
+    signal rx_m_rdone_valid : std_logic;
+    signal rx_m_rdone_busy : std_logic;
+    signal rx_m_rdone_qp : std_logic_vector(9 downto 0);
+    signal rx_m_rdone_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rdone_to : std_logic_vector(63 downto 0);
+    signal rx_m_rdone_len : std_logic_vector(15 downto 0);
     signal rx_m_baddb_valid : std_logic;
     signal rx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal pl_s_axis_tready : std_logic;
@@ -395,6 +407,7 @@ architecture rtl of iwcard_w512 is
     signal pl_m_dma_data : std_logic_vector(511 downto 0);
     signal pl_m_dma_strb : std_logic_vector(63 downto 0);
     signal pl_m_dma_valid : std_logic;
+    signal pl_m_dma_qp : std_logic_vector(31 downto 0);
     signal pl_m_host_tdata : std_logic_vector(511 downto 0);
     signal pl_m_host_tkeep : std_logic_vector(63 downto 0);
     signal pl_m_host_tlast : std_logic;
@@ -622,7 +635,7 @@ architecture rtl of iwcard_w512 is
     signal flt_take : std_logic;
     signal flt_addr : std_logic_vector(63 downto 0) := x"0000000000000000"; -- DMA_FAULT_ADDR
     signal flt_qpn : std_logic_vector(15 downto 0) := x"0000"; -- DMA_FAULT_INFO.QPN
-    signal flt_write : std_logic := '0';     -- DMA_FAULT_INFO.WRITE: card_tx's are reads
+    signal flt_write : std_logic := '0';     -- DMA_FAULT_INFO.WRITE: card_tx's are reads but for card_rx's payload writes
     signal flt_count : std_logic_vector(7 downto 0) := x"00"; -- DMA_FAULT_INFO.COUNT (saturates)
     signal sweep_taken : std_logic;          -- card_tx took the sweep's record
     signal sweep_busy : std_logic := '0';    -- a CQ overran: its QPs are being put in error
@@ -636,6 +649,7 @@ architecture rtl of iwcard_w512 is
     signal sweep_match : std_logic;
     signal sweep_last : std_logic;
     signal sweep_next : std_logic;           -- sweep_idx is done
+    signal term_rd_quiet : std_logic;        -- no Read done waits in card_rx
     signal term_hold : std_logic := '0';     -- a granted record waits for its ready
     signal term_held : std_logic_vector(3 downto 0) := x"0"; -- its grant (bit i: request i)
     signal term_g0 : std_logic;
@@ -649,7 +663,7 @@ architecture rtl of iwcard_w512 is
     signal term_ring_fault : std_logic;      -- card_rx's error record is a receive ring read's DMA fault
     signal qpcmd_bd_tx_taken : std_logic;    -- every engine has card_tx's bad SQ_PI's ERROR
     signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
-    signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
+    signal end_go : std_logic;               -- placement is empty and no Read done waits: a stream-end record may pass
     signal txrec_done0 : std_logic := '0';   -- this target already took the record
     signal txrec_done1 : std_logic := '0';   -- this target already took the record
     signal txrec_valid0 : std_logic;
@@ -715,10 +729,11 @@ begin
     sweep_match <= (sweep_chk and sweep_tab_rd(20)) and (b2l(sweep_tab_rd(19 downto 10) = sweep_cq) or b2l(sweep_tab_rd(9 downto 0) = sweep_cq));
     sweep_last <= b2l(sweep_idx = "1111111111");
     sweep_next <= (sweep_chk and (not sweep_match)) or (sweep_hit and sweep_taken);
-    term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid);
-    term_g1 <= mux(term_hold, term_held(1), (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and (not rx_m_rxterm_valid));
-    term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
-    term_g3 <= mux(term_hold, term_held(3), sweep_hit and (not ((rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready))) or (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)))));
+    term_rd_quiet <= not rx_m_rdone_busy;
+    term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid and term_rd_quiet);
+    term_g1 <= mux(term_hold, term_held(1), ((pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and term_rd_quiet) and (not (rx_m_rxterm_valid and term_rd_quiet)));
+    term_g2 <= mux(term_hold, term_held(2), ((((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and term_rd_quiet) and (not ((rx_m_rxterm_valid and term_rd_quiet) or ((pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and term_rd_quiet))));
+    term_g3 <= mux(term_hold, term_held(3), sweep_hit and (not (((rx_m_rxterm_valid and term_rd_quiet) or ((pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and term_rd_quiet)) or ((((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and term_rd_quiet))));
     term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
     sweep_taken <= term_take and term_g3;
@@ -727,7 +742,7 @@ begin
     term_ring_fault <= term_g2 and term_err_dma;
     qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "01");
     cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
-    end_go <= not pl_busy;
+    end_go <= not (pl_busy or rx_m_rdone_busy);
     txrec_valid0 <= (tx_m_cpl_valid and '1') and (not txrec_done0);
     txrec_valid1 <= (tx_m_cpl_valid and tx_m_cpl_term) and (not txrec_done1);
     txrec_ready <= tx_m_cpl_valid and ((((not '1') or txrec_done0) or st_s_tx_ready) and (((not tx_m_cpl_term) or txrec_done1) or rx_s_fail_ready));
@@ -735,7 +750,6 @@ begin
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
         regs_qp_rd_ord(7 downto 5) &
-        pl_m_done_qp(31 downto 10) &
         pl_m_term_qp(31 downto 10) &
         pl_m_term_mdr &
         wrm_s0_axi_bid(5 downto 4) &
@@ -917,7 +931,7 @@ begin
             if rst = '1' then
                 flt_write <= '0';
             elsif flt_take = '1' then
-                flt_write <= not flt_take_tx;
+                flt_write <= (not flt_take_tx) or tx_m_fault_write;
             end if;
         end if;
     end process;
@@ -1283,12 +1297,12 @@ begin
             s_db_value => regs_m_db_value,
             s_db_push_ok => regs_m_db_push_ok,
             s_db_push_data => regs_m_db_push_data,
-            s_rdone_valid => pl_m_done_valid,
+            s_rdone_valid => rx_m_rdone_valid,
             s_rdone_ready => tx_s_rdone_ready,
-            s_rdone_qp => pl_m_done_qp(9 downto 0),
-            s_rdone_stag => pl_m_done_stag,
-            s_rdone_to => pl_m_done_to,
-            s_rdone_len => pl_m_done_len,
+            s_rdone_qp => rx_m_rdone_qp,
+            s_rdone_stag => rx_m_rdone_stag,
+            s_rdone_to => rx_m_rdone_to,
+            s_rdone_len => rx_m_rdone_len,
             s_end_valid => st_m_end_valid and end_go,
             s_end_ready => tx_s_end_ready,
             s_end_qpn => st_m_end_qpn,
@@ -1312,6 +1326,7 @@ begin
             s_term_recv => term_g0 and rx_m_rxterm_recv,
             s_term_fault => term_rx_fault or term_ring_fault,
             s_term_fault_addr => mux(term_ring_fault, rx_m_err_addr, rx_m_rxterm_fault_addr and std_logic_vector'(63 downto 0 => term_rx_fault)),
+            s_term_fault_write => term_rx_fault and rx_m_rxterm_fault_write,
             s_term_reason => mux(term_g3, x"05", mux(term_rx_fault or term_ring_fault, x"04", x"00")),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
@@ -1322,6 +1337,7 @@ begin
             m_fault_valid => tx_m_fault_valid,
             m_fault_qpn => tx_m_fault_qpn,
             m_fault_addr => tx_m_fault_addr,
+            m_fault_write => tx_m_fault_write,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
@@ -1530,6 +1546,7 @@ begin
             m_rxterm_recv => rx_m_rxterm_recv,
             m_rxterm_fault => rx_m_rxterm_fault,
             m_rxterm_fault_addr => rx_m_rxterm_fault_addr,
+            m_rxterm_fault_write => rx_m_rxterm_fault_write,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,
@@ -1561,6 +1578,7 @@ begin
             s_pl_dma_strb => pl_m_dma_strb,
             s_pl_dma_valid => pl_m_dma_valid,
             s_pl_dma_ready => rx_s_pl_dma_ready,
+            s_pl_dma_qp => pl_m_dma_qp,
             m_axi_awid => rx_m_axi_awid,
             m_axi_awaddr => rx_m_axi_awaddr,
             m_axi_awlen => rx_m_axi_awlen,
@@ -1577,6 +1595,19 @@ begin
             m_axi_bresp => wrm_s1_axi_bresp,
             m_axi_bvalid => wrm_s1_axi_bvalid,
             m_axi_bready => rx_m_axi_bready,
+            s_pl_done_valid => pl_m_done_valid,
+            s_pl_done_ready => rx_s_pl_done_ready,
+            s_pl_done_qp => pl_m_done_qp,
+            s_pl_done_stag => pl_m_done_stag,
+            s_pl_done_to => pl_m_done_to,
+            s_pl_done_len => pl_m_done_len,
+            m_rdone_valid => rx_m_rdone_valid,
+            m_rdone_ready => tx_s_rdone_ready,
+            m_rdone_busy => rx_m_rdone_busy,
+            m_rdone_qp => rx_m_rdone_qp,
+            m_rdone_stag => rx_m_rdone_stag,
+            m_rdone_to => rx_m_rdone_to,
+            m_rdone_len => rx_m_rdone_len,
             m_baddb_ready => qpcmd_bd_rq_taken,
             m_baddb_valid => rx_m_baddb_valid,
             m_baddb_qpn => rx_m_baddb_qpn
@@ -1603,6 +1634,7 @@ begin
             m_dma_data => pl_m_dma_data,
             m_dma_strb => pl_m_dma_strb,
             m_dma_valid => pl_m_dma_valid,
+            m_dma_qp => pl_m_dma_qp,
             m_dma_ready => rx_s_pl_dma_ready,
             m_host_tdata => pl_m_host_tdata,
             m_host_tkeep => pl_m_host_tkeep,
@@ -1625,7 +1657,7 @@ begin
             m_term_hdr => pl_m_term_hdr,
             m_term_qp => pl_m_term_qp,
             m_done_valid => pl_m_done_valid,
-            m_done_ready => tx_s_rdone_ready,
+            m_done_ready => rx_s_pl_done_ready,
             m_done_qp => pl_m_done_qp,
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,

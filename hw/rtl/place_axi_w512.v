@@ -13,7 +13,11 @@
 // per cycle needs 250).
 //
 // m_berr pulses for one cycle when a write response is SLVERR or DECERR (the
-// card reports a DMA fault).
+// card reports a DMA fault), with m_berr_qp and m_berr_addr naming it: each
+// write's QP (s_dma_qp) and first written byte (its address plus the lowest
+// strobed lane, which is where the card model's refused piece starts) wait in
+// a 512-entry RAM beside the count until its response. s_b_hold holds
+// responses back (bready low) while the card cannot take another fault report.
 //
 // Outputs that belong to a valid (aw*, w*) read zero while it is low.
 //
@@ -30,6 +34,8 @@ module place_axi_w512 (
     input  wire [63:0]    s_dma_strb,
     input  wire           s_dma_valid,
     output wire           s_dma_ready,
+    input  wire [9:0]     s_dma_qp,          // the block's QP (reported with its write's fault)
+    input  wire           s_b_hold,          // hold write responses back (a fault report waits)
     output wire [3:0]     m_axi_awid,        // always 0
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,       // always 0
@@ -46,7 +52,9 @@ module place_axi_w512 (
     input  wire [1:0]     m_axi_bresp,
     input  wire           m_axi_bvalid,
     output wire           m_axi_bready,
-    output wire           m_berr             // a write got an error response
+    output wire           m_berr,            // a write got an error response
+    output wire [9:0]     m_berr_qp,         // its QP
+    output wire [63:0]    m_berr_addr        // its first written byte's address
 );
 
     reg            aw_v;
@@ -59,14 +67,28 @@ module place_axi_w512 (
     reg  [511:0]   w_data;
     reg  [63:0]    w_strb;
     wire           b_go;
+    reg  [8:0]     ent_wp;                   // next entry written
+    reg  [8:0]     ent_rp;                   // the head entry (the oldest write awaiting its response)
+    wire [8:0]     ent_rp_next;
+    reg  [131:0]   ent_rd;                   // read data of ent
+    wire [63:0]    ent_strb;
+    wire           b_err_now;
+    wire [5:0]     ent_low;                  // the first strobed lane
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
+    reg  [131:0] ent [0:511];                // per write awaiting its response: QP, block address, strobes
 
     assign aw_free = ~aw_v | m_axi_awready;
     assign w_free = ~w_v | m_axi_wready;
     assign take = ((s_dma_valid & aw_free) & w_free) & (outstanding < 10'h1ff);
     assign s_dma_ready = (aw_free & w_free) & (outstanding < 10'h1ff);
-    assign b_go = m_axi_bvalid & |outstanding;
-    assign m_axi_bready = |outstanding;
+    assign b_go = (m_axi_bvalid & |outstanding) & ~s_b_hold;
+    assign m_axi_bready = |outstanding & ~s_b_hold;
+    assign ent_rp_next = b_go ? (ent_rp + 9'h001) : ent_rp;
+    assign ent_strb = ent_rd[63:0];
+    assign b_err_now = b_go & m_axi_bresp[1];
+    assign m_berr_qp = ent_rd[131:122] & {10{b_err_now}};
+    assign ent_low = ent_strb[0] ? 6'h00 : (ent_strb[1] ? 6'h01 : (ent_strb[2] ? 6'h02 : (ent_strb[3] ? 6'h03 : (ent_strb[4] ? 6'h04 : (ent_strb[5] ? 6'h05 : (ent_strb[6] ? 6'h06 : (ent_strb[7] ? 6'h07 : (ent_strb[8] ? 6'h08 : (ent_strb[9] ? 6'h09 : (ent_strb[10] ? 6'h0a : (ent_strb[11] ? 6'h0b : (ent_strb[12] ? 6'h0c : (ent_strb[13] ? 6'h0d : (ent_strb[14] ? 6'h0e : (ent_strb[15] ? 6'h0f : (ent_strb[16] ? 6'h10 : (ent_strb[17] ? 6'h11 : (ent_strb[18] ? 6'h12 : (ent_strb[19] ? 6'h13 : (ent_strb[20] ? 6'h14 : (ent_strb[21] ? 6'h15 : (ent_strb[22] ? 6'h16 : (ent_strb[23] ? 6'h17 : (ent_strb[24] ? 6'h18 : (ent_strb[25] ? 6'h19 : (ent_strb[26] ? 6'h1a : (ent_strb[27] ? 6'h1b : (ent_strb[28] ? 6'h1c : (ent_strb[29] ? 6'h1d : (ent_strb[30] ? 6'h1e : (ent_strb[31] ? 6'h1f : (ent_strb[32] ? 6'h20 : (ent_strb[33] ? 6'h21 : (ent_strb[34] ? 6'h22 : (ent_strb[35] ? 6'h23 : (ent_strb[36] ? 6'h24 : (ent_strb[37] ? 6'h25 : (ent_strb[38] ? 6'h26 : (ent_strb[39] ? 6'h27 : (ent_strb[40] ? 6'h28 : (ent_strb[41] ? 6'h29 : (ent_strb[42] ? 6'h2a : (ent_strb[43] ? 6'h2b : (ent_strb[44] ? 6'h2c : (ent_strb[45] ? 6'h2d : (ent_strb[46] ? 6'h2e : (ent_strb[47] ? 6'h2f : (ent_strb[48] ? 6'h30 : (ent_strb[49] ? 6'h31 : (ent_strb[50] ? 6'h32 : (ent_strb[51] ? 6'h33 : (ent_strb[52] ? 6'h34 : (ent_strb[53] ? 6'h35 : (ent_strb[54] ? 6'h36 : (ent_strb[55] ? 6'h37 : (ent_strb[56] ? 6'h38 : (ent_strb[57] ? 6'h39 : (ent_strb[58] ? 6'h3a : (ent_strb[59] ? 6'h3b : (ent_strb[60] ? 6'h3c : (ent_strb[61] ? 6'h3d : (ent_strb[62] ? 6'h3e : (ent_strb[63] ? 6'h3f : 6'h00)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))));
+    assign m_berr_addr = {ent_rd[121:64], ent_low} & {64{b_err_now}};
     assign m_axi_awid = 4'h0;
     assign m_axi_awaddr = {aw_addr, 6'h00} & {64{aw_v}};
     assign m_axi_awlen = 8'h00;
@@ -77,7 +99,7 @@ module place_axi_w512 (
     assign m_axi_wstrb = w_strb & {64{w_v}};
     assign m_axi_wlast = w_v;
     assign m_axi_wvalid = w_v;
-    assign m_berr = b_go & m_axi_bresp[1];
+    assign m_berr = b_err_now;
     assign unused_bits = |{m_axi_bid, m_axi_bresp[0], s_dma_addr[5:0]};
 
     always @(posedge clk) begin
@@ -120,10 +142,34 @@ module place_axi_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            ent_wp <= 9'h000;
+        end else if (take) begin
+            ent_wp <= ent_wp + 9'h001;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ent_rp <= 9'h000;
+        end else begin
+            ent_rp <= ent_rp_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             outstanding <= 10'h000;
         end else begin
             outstanding <= (outstanding + {9'h000, take}) - {9'h000, b_go};
         end
+    end
+
+    // ent: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (take) begin
+            ent[ent_wp] <= {s_dma_qp, s_dma_addr[63:6], s_dma_strb};
+        end
+        ent_rd <= ent[ent_rp_next];
     end
 
 endmodule

@@ -13,7 +13,11 @@
 // needs 250).
 //
 // m_berr pulses for one cycle when a write response is SLVERR or DECERR (the
-// card reports a DMA fault).
+// card reports a DMA fault), with m_berr_qp and m_berr_addr naming it: each
+// write's QP (s_dma_qp) and first written byte (its address plus the lowest
+// strobed lane, which is where the card model's refused piece starts) wait in
+// a 512-entry RAM beside the count until its response. s_b_hold holds
+// responses back (bready low) while the card cannot take another fault report.
 //
 // Outputs that belong to a valid (aw*, w*) read zero while it is low.
 //
@@ -30,6 +34,8 @@ module place_axi_w64 (
     input  wire [7:0]     s_dma_strb,
     input  wire           s_dma_valid,
     output wire           s_dma_ready,
+    input  wire [9:0]     s_dma_qp,          // the block's QP (reported with its write's fault)
+    input  wire           s_b_hold,          // hold write responses back (a fault report waits)
     output wire [3:0]     m_axi_awid,        // always 0
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,       // always 0
@@ -46,7 +52,9 @@ module place_axi_w64 (
     input  wire [1:0]     m_axi_bresp,
     input  wire           m_axi_bvalid,
     output wire           m_axi_bready,
-    output wire           m_berr             // a write got an error response
+    output wire           m_berr,            // a write got an error response
+    output wire [9:0]     m_berr_qp,         // its QP
+    output wire [63:0]    m_berr_addr        // its first written byte's address
 );
 
     reg            aw_v;
@@ -59,14 +67,28 @@ module place_axi_w64 (
     reg  [63:0]    w_data;
     reg  [7:0]     w_strb;
     wire           b_go;
+    reg  [8:0]     ent_wp;                   // next entry written
+    reg  [8:0]     ent_rp;                   // the head entry (the oldest write awaiting its response)
+    wire [8:0]     ent_rp_next;
+    reg  [78:0]    ent_rd;                   // read data of ent
+    wire [7:0]     ent_strb;
+    wire           b_err_now;
+    wire [2:0]     ent_low;                  // the first strobed lane
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
+    reg  [78:0] ent [0:511];                 // per write awaiting its response: QP, block address, strobes
 
     assign aw_free = ~aw_v | m_axi_awready;
     assign w_free = ~w_v | m_axi_wready;
     assign take = ((s_dma_valid & aw_free) & w_free) & (outstanding < 10'h1ff);
     assign s_dma_ready = (aw_free & w_free) & (outstanding < 10'h1ff);
-    assign b_go = m_axi_bvalid & |outstanding;
-    assign m_axi_bready = |outstanding;
+    assign b_go = (m_axi_bvalid & |outstanding) & ~s_b_hold;
+    assign m_axi_bready = |outstanding & ~s_b_hold;
+    assign ent_rp_next = b_go ? (ent_rp + 9'h001) : ent_rp;
+    assign ent_strb = ent_rd[7:0];
+    assign b_err_now = b_go & m_axi_bresp[1];
+    assign m_berr_qp = ent_rd[78:69] & {10{b_err_now}};
+    assign ent_low = ent_strb[0] ? 3'h0 : (ent_strb[1] ? 3'h1 : (ent_strb[2] ? 3'h2 : (ent_strb[3] ? 3'h3 : (ent_strb[4] ? 3'h4 : (ent_strb[5] ? 3'h5 : (ent_strb[6] ? 3'h6 : (ent_strb[7] ? 3'h7 : 3'h0)))))));
+    assign m_berr_addr = {ent_rd[68:8], ent_low} & {64{b_err_now}};
     assign m_axi_awid = 4'h0;
     assign m_axi_awaddr = {aw_addr, 3'h0} & {64{aw_v}};
     assign m_axi_awlen = 8'h00;
@@ -77,7 +99,7 @@ module place_axi_w64 (
     assign m_axi_wstrb = w_strb & {8{w_v}};
     assign m_axi_wlast = w_v;
     assign m_axi_wvalid = w_v;
-    assign m_berr = b_go & m_axi_bresp[1];
+    assign m_berr = b_err_now;
     assign unused_bits = |{m_axi_bid, m_axi_bresp[0], s_dma_addr[2:0]};
 
     always @(posedge clk) begin
@@ -120,10 +142,34 @@ module place_axi_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            ent_wp <= 9'h000;
+        end else if (take) begin
+            ent_wp <= ent_wp + 9'h001;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ent_rp <= 9'h000;
+        end else begin
+            ent_rp <= ent_rp_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             outstanding <= 10'h000;
         end else begin
             outstanding <= (outstanding + {9'h000, take}) - {9'h000, b_go};
         end
+    end
+
+    // ent: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (take) begin
+            ent[ent_wp] <= {s_dma_qp, s_dma_addr[63:3], s_dma_strb};
+        end
+        ent_rd <= ent[ent_rp_next];
     end
 
 endmodule

@@ -13,7 +13,11 @@
 -- needs 250).
 --
 -- m_berr pulses for one cycle when a write response is SLVERR or DECERR (the
--- card reports a DMA fault).
+-- card reports a DMA fault), with m_berr_qp and m_berr_addr naming it: each
+-- write's QP (s_dma_qp) and first written byte (its address plus the lowest
+-- strobed lane, which is where the card model's refused piece starts) wait in
+-- a 512-entry RAM beside the count until its response. s_b_hold holds
+-- responses back (bready low) while the card cannot take another fault report.
 --
 -- Outputs that belong to a valid (aw*, w*) read zero while it is low.
 --
@@ -32,6 +36,8 @@ entity place_axi_w64 is
         s_dma_strb : in  std_logic_vector(7 downto 0);
         s_dma_valid : in  std_logic;
         s_dma_ready : out std_logic;
+        s_dma_qp : in  std_logic_vector(9 downto 0); -- the block's QP (reported with its write's fault)
+        s_b_hold : in  std_logic;            -- hold write responses back (a fault report waits)
         m_axi_awid : out std_logic_vector(3 downto 0); -- always 0
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0); -- always 0
@@ -48,7 +54,9 @@ entity place_axi_w64 is
         m_axi_bresp : in  std_logic_vector(1 downto 0);
         m_axi_bvalid : in  std_logic;
         m_axi_bready : out std_logic;
-        m_berr : out std_logic               -- a write got an error response
+        m_berr : out std_logic;              -- a write got an error response
+        m_berr_qp : out std_logic_vector(9 downto 0); -- its QP
+        m_berr_addr : out std_logic_vector(63 downto 0) -- its first written byte's address
     );
 end entity place_axi_w64;
 
@@ -62,6 +70,15 @@ architecture rtl of place_axi_w64 is
         return '0';
     end function;
 
+    -- sel ? t : f
+    function mux(sel : std_logic; t, f : std_logic_vector) return std_logic_vector is
+    begin
+        if sel = '1' then
+            return t;
+        end if;
+        return f;
+    end function;
+
     signal aw_v : std_logic := '0';
     signal w_v : std_logic := '0';
     signal outstanding : std_logic_vector(9 downto 0) := "0000000000"; -- writes awaiting their response
@@ -72,14 +89,29 @@ architecture rtl of place_axi_w64 is
     signal w_data : std_logic_vector(63 downto 0);
     signal w_strb : std_logic_vector(7 downto 0) := x"00";
     signal b_go : std_logic;
+    signal ent_wp : std_logic_vector(8 downto 0) := "000000000"; -- next entry written
+    signal ent_rp : std_logic_vector(8 downto 0) := "000000000"; -- the head entry (the oldest write awaiting its response)
+    signal ent_rp_next : std_logic_vector(8 downto 0);
+    signal ent_rd : std_logic_vector(78 downto 0); -- read data of ent
+    signal ent_strb : std_logic_vector(7 downto 0);
+    signal b_err_now : std_logic;
+    signal ent_low : std_logic_vector(2 downto 0); -- the first strobed lane
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
+    type ent_t is array (0 to 511) of std_logic_vector(78 downto 0);
+    signal ent : ent_t;                      -- per write awaiting its response: QP, block address, strobes
 begin
     aw_free <= (not aw_v) or m_axi_awready;
     w_free <= (not w_v) or m_axi_wready;
     take <= ((s_dma_valid and aw_free) and w_free) and b2l(unsigned(outstanding) < unsigned'("0111111111"));
     s_dma_ready <= (aw_free and w_free) and b2l(unsigned(outstanding) < unsigned'("0111111111"));
-    b_go <= m_axi_bvalid and (or outstanding);
-    m_axi_bready <= or outstanding;
+    b_go <= (m_axi_bvalid and (or outstanding)) and (not s_b_hold);
+    m_axi_bready <= (or outstanding) and (not s_b_hold);
+    ent_rp_next <= mux(b_go, std_logic_vector(unsigned(ent_rp) + unsigned'("000000001")), ent_rp);
+    ent_strb <= ent_rd(7 downto 0);
+    b_err_now <= b_go and m_axi_bresp(1);
+    m_berr_qp <= ent_rd(78 downto 69) and std_logic_vector'(9 downto 0 => b_err_now);
+    ent_low <= mux(ent_strb(0), "000", mux(ent_strb(1), "001", mux(ent_strb(2), "010", mux(ent_strb(3), "011", mux(ent_strb(4), "100", mux(ent_strb(5), "101", mux(ent_strb(6), "110", mux(ent_strb(7), "111", "000"))))))));
+    m_berr_addr <= std_logic_vector'(ent_rd(68 downto 8) & ent_low) and std_logic_vector'(63 downto 0 => b_err_now);
     m_axi_awid <= x"0";
     m_axi_awaddr <= std_logic_vector'(aw_addr & "000") and std_logic_vector'(63 downto 0 => aw_v);
     m_axi_awlen <= x"00";
@@ -90,7 +122,7 @@ begin
     m_axi_wstrb <= w_strb and std_logic_vector'(7 downto 0 => w_v);
     m_axi_wlast <= w_v;
     m_axi_wvalid <= w_v;
-    m_berr <= b_go and m_axi_bresp(1);
+    m_berr <= b_err_now;
     unused_bits <= or std_logic_vector'(m_axi_bid & m_axi_bresp(0) & s_dma_addr(2 downto 0));
 
     aw_v_reg : process (clk)
@@ -146,6 +178,28 @@ begin
         end if;
     end process;
 
+    ent_wp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ent_wp <= "000000000";
+            elsif take = '1' then
+                ent_wp <= std_logic_vector(unsigned(ent_wp) + unsigned'("000000001"));
+            end if;
+        end if;
+    end process;
+
+    ent_rp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ent_rp <= "000000000";
+            else
+                ent_rp <= ent_rp_next;
+            end if;
+        end if;
+    end process;
+
     outstanding_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -154,6 +208,17 @@ begin
             else
                 outstanding <= std_logic_vector(unsigned(std_logic_vector(unsigned(outstanding) + unsigned(std_logic_vector'("000000000" & take)))) - unsigned(std_logic_vector'("000000000" & b_go)));
             end if;
+        end if;
+    end process;
+
+    -- ent: synchronous write, synchronous read (block RAM)
+    ent_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if take = '1' then
+                ent(to_integer(unsigned(ent_wp))) <= std_logic_vector'(s_dma_qp & s_dma_addr(63 downto 3) & s_dma_strb);
+            end if;
+            ent_rd <= ent(to_integer(unsigned(ent_rp_next)));
         end if;
     end process;
 end architecture rtl;

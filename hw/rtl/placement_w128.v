@@ -85,6 +85,7 @@ module placement_w128 (
     output wire [127:0]   m_dma_data,        // block data, lane i at address + i
     output wire [15:0]    m_dma_strb,        // byte strobes
     output wire           m_dma_valid,
+    output wire [31:0]    m_dma_qp,          // the block's connection (a faulted write names its QP)
     input  wire           m_dma_ready,
     output wire [127:0]   m_host_tdata,      // untagged ULPDU bytes
     output wire [15:0]    m_host_tkeep,      // lanes in use (bytes before len)
@@ -915,6 +916,7 @@ module placement_w128 (
         {8{s3_strb[0]}}
     }) & {128{dma_v}};
     assign m_dma_strb = s3_strb & {16{dma_v}};
+    assign m_dma_qp = s3_qp & {32{dma_v}};
     assign m_host_tvalid = host_v;
     assign m_host_tdata = s3_data & {128{host_v}};
     assign m_host_tkeep = s3_strb & {16{host_v}};

@@ -88,6 +88,7 @@ entity placement_w64 is
         m_dma_data : out std_logic_vector(63 downto 0); -- block data, lane i at address + i
         m_dma_strb : out std_logic_vector(7 downto 0); -- byte strobes
         m_dma_valid : out std_logic;
+        m_dma_qp : out std_logic_vector(31 downto 0); -- the block's connection (a faulted write names its QP)
         m_dma_ready : in  std_logic;
         m_host_tdata : out std_logic_vector(63 downto 0); -- untagged ULPDU bytes
         m_host_tkeep : out std_logic_vector(7 downto 0); -- lanes in use (bytes before len)
@@ -933,6 +934,7 @@ begin
         std_logic_vector'(7 downto 0 => s3_strb(0))
     )) and std_logic_vector'(63 downto 0 => dma_v);
     m_dma_strb <= s3_strb and std_logic_vector'(7 downto 0 => dma_v);
+    m_dma_qp <= s3_qp and std_logic_vector'(31 downto 0 => dma_v);
     m_host_tvalid <= host_v;
     m_host_tdata <= s3_data and std_logic_vector'(63 downto 0 => host_v);
     m_host_tkeep <= s3_strb and std_logic_vector'(7 downto 0 => host_v);

@@ -163,7 +163,7 @@ func (c *rxCosim) serveBefore() {
 	c.set("m_err_ready", 1)
 	c.set("m_baddb_ready", b2u(c.allowBadDB))
 	c.set("m_term_ready", 1)
-	c.set("m_done_ready", 1)
+	c.set("m_rdone_ready", 1)
 	c.set("m_rxterm_ready", 1)
 	for i := range c.rd {
 		c.serveRead(&c.rd[i])

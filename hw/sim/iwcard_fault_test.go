@@ -159,12 +159,16 @@ func (b *wcBench) postToRefusedSQ(q *wcQP) uint64 {
 // faultNamed checks, after both cards ran into a refused read of QP q's
 // at addr, that they agree on STATUS and DMA_FAULT_*: the read named,
 // the n-th fault since the reset, the card not stopped.
-func (b *wcBench) faultNamed(q *wcQP, addr uint64, n uint32) {
+func (b *wcBench) faultNamed(q *wcQP, addr uint64, n uint32, write bool) {
 	t, seed := b.t, b.seed
 	ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
 	require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
 	require.Equal(t, addr, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
-	require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|n<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, the count", seed)
+	info := q.n | 2<<cs.DMAFaultInfoRespShift | n<<cs.DMAFaultInfoCountShift
+	if write {
+		info |= 1 << cs.DMAFaultInfoWriteShift
+	}
+	require.Equal(t, info, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read or a write, the count", seed)
 	require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
 }
 
@@ -173,8 +177,13 @@ func (b *wcBench) faultNamed(q *wcQP, addr uint64, n uint32) {
 // is in ERROR, and that its events include DMA_FAULT (INFO addr) before
 // QP_ERROR; it returns q's events.
 func (b *wcBench) readFaulted(q *wcQP, addr uint64, n uint32) []cs.EQEType {
+	return b.faulted(q, addr, n, false)
+}
+
+// faulted is readFaulted or writeFaulted.
+func (b *wcBench) faulted(q *wcQP, addr uint64, n uint32, write bool) []cs.EQEType {
 	t, seed := b.t, b.seed
-	b.faultNamed(q, addr, n)
+	b.faultNamed(q, addr, n, write)
 	require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d", seed, q.n)
 	var evs []cs.EQEType
 	for _, e := range b.rWrite[wcKey{"eqe", 0}] {
@@ -356,7 +365,7 @@ func TestCardCosimFlushFault(t *testing.T) {
 			b.compare()
 			before := writes(b.rWrite)
 			first := b.postToRefusedSQ(q)
-			b.faultNamed(q, first, 1)
+			b.faultNamed(q, first, 1, false)
 			require.Equal(t, q.pi, b.rtlStat(q.n).SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
 			var flt []uint32
 			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
@@ -550,4 +559,116 @@ func (b *wcBench) payloadFault(q *wcQP, what string) (uint64, int) {
 		b.compare()
 		return page, 1
 	}
+}
+
+// TestCardCosimPlaceFault: a payload write the host refuses fails its QP
+// as it fails the card model's. A page of QP 0's region is refused, and
+// the peer sends into it: an RDMA Write across it ("write"), the Read
+// Response of a Read whose sink crosses it ("response"), or a Send into
+// a receive WQE whose buffer crosses it ("send"). Both cards must place
+// what lies before the refused page (the RTL may place more behind it,
+// since it hears of the refusal a write response later: compare allows
+// that), raise DMA_FAULT (OBJ the QP, INFO the first refused byte) then
+// QP_ERROR DMA, send a Local Catastrophic Terminate, complete the Read
+// or the receive WQE WR_FLUSH_ERR, and name the write in DMA_FAULT_*;
+// the other QP goes on. Before 28 Nov the RTL wrote nothing of the
+// fault and completed the Read or the Send with success.
+func TestCardCosimPlaceFault(t *testing.T) {
+	const rq = 0x7000_0000 // every QP's RQ base in the bench
+	for _, w := range gen.CardTopWidths {
+		for _, what := range []string{"write", "response", "send"} {
+			t.Run(fmt.Sprintf("%d/%s", w, what), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				// Slow write responses: the RTL places segments behind
+				// the refused write before it hears of it.
+				timing := wcTiming
+				timing.Timing.WriteLatency, timing.Timing.WriteJitter = 250, 250
+				b := newWCBench(t, w, seed, timing, 2, func(i int, q *wcQP) {
+					if i == 0 {
+						q.rxsLog = 14 // the message's FPDUs fit the ring
+					}
+				})
+				for round := 0; round < 2; round++ {
+					b.round(round)
+				}
+				b.compare()
+				q, o := b.qps[0], b.qps[1]
+				r := b.rng
+				page := wcRegion + uint64(q.n)<<16 + uint64(4+r.IntN(8))*4096
+				to := page - 1 - uint64(r.IntN(3000))
+				n := int(page-to) + 1 + r.IntN(5000)
+				seg := 200 + r.IntN(1000)
+				tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				var wrid uint64
+				switch what {
+				case "write":
+					b.refusePage(page)
+					b.wf = map[uint32]bool{q.n: true}
+					b.peerSend(q, b.peerTaggedMsg(q, rdmap.OpWrite, to, n, seg))
+				case "response":
+					h := b.readWQE(true, false)
+					setReadSink(h, to, n, q.stag)
+					wrid = h.WRID()
+					b.postWQE(q, h)
+					b.ring(q)
+					b.runModel()
+					b.runRTL(3_000_000)
+					b.compare()
+					b.refusePage(page)
+					b.wf = map[uint32]bool{q.n: true}
+					b.peerSend(q, b.peerTaggedMsg(q, rdmap.OpReadResponse, to, n, seg))
+				default:
+					b.alloc(rq, 4096)
+					h := cs.WQE(make([]byte, cs.BB))
+					h.SetOpcode(cs.WQEOpcodeRecv)
+					h.SetBBS(1)
+					wrid = r.Uint64()
+					h.SetWRID(wrid)
+					setReadSink(h, to, n, q.stag)
+					b.put(rq, h)
+					b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRQPI, 1)
+					b.refusePage(page)
+					b.wf = map[uint32]bool{q.n: true}
+					var stream []byte
+					for off := 0; off < n; off += seg {
+						c := min(seg, n-off)
+						ulp := ddp.UntaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSend)),
+							QN: rdmap.QNSend, MSN: 1, MO: uint32(off)}.Append(nil)
+						for i := 0; i < c; i++ {
+							ulp = append(ulp, byte(r.Uint32()))
+						}
+						var err error
+						stream, err = q.peer.AppendFPDU(stream, ulp)
+						require.NoError(t, err)
+					}
+					b.peerSend(q, stream)
+				}
+				b.runModel()
+				b.runRTL(5_000_000)
+				b.compare()
+				first := max(to, page)
+				ms := faultRegs(t, b.model.Read32)
+				require.Equal(t, first, uint64(ms[2])<<32|uint64(ms[1]), "seed %d: the model's fault is the refused page's first byte written", seed)
+				b.writeFaulted(q, first, 1)
+				require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx, "seed %d: no Terminate was sent", seed)
+				if what != "write" {
+					var st []cs.WCStatus
+					for _, c := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+						if e := cs.CQE(c); e.QPN() == uint16(q.n) && e.WRID() == wrid {
+							st = append(st, e.Status())
+						}
+					}
+					require.Equal(t, []cs.WCStatus{cs.WCStatusWRFlushErr}, st, "seed %d: the %s's completion", seed, what)
+				}
+				t.Logf("seed %d: %d bytes at %#x in segments of %d, page %#x refused; RTL placed %d bytes, model %d",
+					seed, n, to, seg, page, len(b.rPlace[q.n]), len(b.mPlace[q.n]))
+				b.goesOn(o)
+			})
+		}
+	}
+}
+
+// writeFaulted is readFaulted for a refused write (DMA_FAULT_INFO.WRITE).
+func (b *wcBench) writeFaulted(q *wcQP, addr uint64, n uint32) []cs.EQEType {
+	return b.faulted(q, addr, n, true)
 }

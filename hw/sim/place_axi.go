@@ -32,10 +32,10 @@ func PlaceAXIBench(width int) (*Bench, error) {
 }
 
 type placeAXIPorts struct {
-	rst, addr, data, strb, valid, ready Port
+	rst, addr, data, strb, valid, ready, qp Port
 	axiWrPorts
-	awReady, wReady          Port
-	bID, bResp, bValid, berr Port
+	awReady, wReady                                   Port
+	bID, bResp, bValid, bHold, berr, berrQP, berrAddr Port
 }
 
 func lookupPlaceAXIPorts(l Layout) (placeAXIPorts, error) {
@@ -49,7 +49,8 @@ func lookupPlaceAXIPorts(l Layout) (placeAXIPorts, error) {
 		{&p.valid, "s_dma_valid", true}, {&p.ready, "s_dma_ready", false},
 		{&p.awReady, "m_axi_awready", true}, {&p.wReady, "m_axi_wready", true},
 		{&p.bID, "m_axi_bid", true}, {&p.bResp, "m_axi_bresp", true}, {&p.bValid, "m_axi_bvalid", true},
-		{&p.berr, "m_berr", false}} {
+		{&p.qp, "s_dma_qp", true}, {&p.bHold, "s_b_hold", true},
+		{&p.berr, "m_berr", false}, {&p.berrQP, "m_berr_qp", false}, {&p.berrAddr, "m_berr_addr", false}} {
 		l.lookup(x.dst, x.name, x.in, &err)
 	}
 	s := &portSet{l: l}
@@ -67,10 +68,13 @@ func (a *placeAXIModel) Step(in, out []uint32) {
 	data := make([]byte, (p.data.Width+7)/8)
 	p.data.Bytes(in, data)
 	o := a.m.Step(cycle.PlaceAXIIn{Reset: p.rst.Get(in) != 0, Addr: p.addr.Get(in), Data: data, Strb: p.strb.Get(in), Valid: p.valid.Get(in) != 0,
-		AWReady: p.awReady.Get(in) != 0, WReady: p.wReady.Get(in) != 0, BResp: uint8(p.bResp.Get(in)), BValid: p.bValid.Get(in) != 0})
+		QP: uint32(p.qp.Get(in)), AWReady: p.awReady.Get(in) != 0, WReady: p.wReady.Get(in) != 0, BResp: uint8(p.bResp.Get(in)),
+		BValid: p.bValid.Get(in) != 0, BHold: p.bHold.Get(in) != 0})
 	p.ready.Set(out, b2u(o.Ready))
 	p.axiWrPorts.set(out, &o.AXIWr)
 	p.berr.Set(out, b2u(o.BErr))
+	p.berrQP.Set(out, uint64(o.BErrQP))
+	p.berrAddr.Set(out, o.BErrAddr)
 }
 
 // placeAXIDriver offers random blocks (held until taken) under the
@@ -85,7 +89,7 @@ type placeAXIDriver struct {
 	cycle              uint64
 	validP, readyP     int
 	held               bool // a block is offered
-	addr, strb         uint64
+	addr, strb, qp     uint64
 	data               []byte // the block's, driven every cycle it is offered
 	aws, ws, responses int    // addresses and data beats the slave took, responses it gave
 	bHeld              bool   // a response is offered
@@ -111,7 +115,7 @@ func (d *placeAXIDriver) Next(in []uint32) {
 	}
 	if !d.held && r.Chance(d.validP) {
 		d.held = true
-		d.addr, d.strb = r.Uint64(), r.Uint64()&(1<<d.lanes-1) // 64 lanes: all 64 bits
+		d.addr, d.strb, d.qp = r.Uint64(), r.Uint64()&(1<<d.lanes-1), uint64(r.IntN(1024)) // 64 lanes: all 64 bits
 		d.data = make([]byte, d.lanes)
 		for i := range d.data {
 			d.data[i] = byte(r.Uint32())
@@ -123,7 +127,9 @@ func (d *placeAXIDriver) Next(in []uint32) {
 		p.addr.Set(in, d.addr)
 		p.data.SetBytes(in, d.data)
 		p.strb.Set(in, d.strb)
+		p.qp.Set(in, d.qp)
 	}
+	p.bHold.Set(in, b2u(r.IntN(8) == 0)) // the card busy with a fault report
 	p.valid.Set(in, b2u(d.held))
 	p.awReady.Set(in, b2u(r.Chance(d.readyP)))
 	p.wReady.Set(in, b2u(r.Chance(d.readyP)))

@@ -13,24 +13,24 @@ import (
 
 // plPorts are the ports of placement_w<W> in its vector layout.
 type plPorts struct {
-	s                                     AXISPorts
-	rst, uLen, uQP, uPD, uRev             Port
-	regWr, regAddr, regData               Port
-	dmaReady, hostReady, termReady        Port
-	initDone                              Port
-	dmaAddr, dmaData, dmaStrb, dmaValid   Port
-	hData, hKeep, hLast, hValid, hQP      Port
-	hLen, hOp, hDDPLast, hQN, hMSN, hMO   Port
-	hInv                                  Port
-	tValid, tCause, tMDR, tSegLen, tHdr   Port
-	tQP                                   Port
-	dReady, dValid, dQP, dSTag, dTO, dLen Port
-	busy                                  Port
-	drop, killV, killQP, clrV, clrQP      Port // the card's ports
-	decV, decDest, decDead                Port
-	rdChk, rdIssV, rdIssQP, rdIssN        Port
-	rdIssSTag, rdIssTO, rdIssLen          Port // the Read's sink
-	chkReady                              Port // the check port (not in the cycle model: idle here)
+	s                                          AXISPorts
+	rst, uLen, uQP, uPD, uRev                  Port
+	regWr, regAddr, regData                    Port
+	dmaReady, hostReady, termReady             Port
+	initDone                                   Port
+	dmaAddr, dmaData, dmaStrb, dmaValid, dmaQP Port
+	hData, hKeep, hLast, hValid, hQP           Port
+	hLen, hOp, hDDPLast, hQN, hMSN, hMO        Port
+	hInv                                       Port
+	tValid, tCause, tMDR, tSegLen, tHdr        Port
+	tQP                                        Port
+	dReady, dValid, dQP, dSTag, dTO, dLen      Port
+	busy                                       Port
+	drop, killV, killQP, clrV, clrQP           Port // the card's ports
+	decV, decDest, decDead                     Port
+	rdChk, rdIssV, rdIssQP, rdIssN             Port
+	rdIssSTag, rdIssTO, rdIssLen               Port // the Read's sink
+	chkReady                                   Port // the check port (not in the cycle model: idle here)
 	// card_rx's receive key-check port and invalidation input: not in the
 	// cycle model either; the harness never uses them, so they show ready
 	// and idle (card_rx's co-simulation checks them).
@@ -49,7 +49,7 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"cfg_drop_after_fail": &p.drop, "s_kill_valid": &p.killV, "s_kill_qp": &p.killQP, "s_clear_valid": &p.clrV, "s_clear_qp": &p.clrQP,
 		"cfg_read_check": &p.rdChk, "s_rd_issue_valid": &p.rdIssV, "s_rd_issue_qp": &p.rdIssQP, "s_rd_issue_count": &p.rdIssN,
 		"s_rd_issue_stag": &p.rdIssSTag, "s_rd_issue_to": &p.rdIssTO, "s_rd_issue_len": &p.rdIssLen}
-	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb,
+	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb, "m_dma_qp": &p.dmaQP,
 		"m_dma_valid": &p.dmaValid, "m_host_tdata": &p.hData, "m_host_tkeep": &p.hKeep, "m_host_tlast": &p.hLast,
 		"m_host_tvalid": &p.hValid, "m_host_qp": &p.hQP, "m_host_len": &p.hLen, "m_host_opcode": &p.hOp,
 		"m_host_last": &p.hDDPLast, "m_host_qn": &p.hQN, "m_host_msn": &p.hMSN, "m_host_mo": &p.hMO,
@@ -177,6 +177,7 @@ func (a *plModel) Step(in, out []uint32) {
 	p.dmaAddr.Set(out, o.DMAAddr)
 	p.dmaData.SetBytes(out, o.DMAData)
 	p.dmaStrb.Set(out, o.DMAStrb)
+	p.dmaQP.Set(out, uint64(o.DMAQP))
 	p.hValid.Set(out, b2u(o.HostValid))
 	p.hData.SetBytes(out, o.HostData)
 	p.hKeep.Set(out, o.HostKeep)

@@ -146,6 +146,14 @@ type checker struct {
 	// writes the Terminate over them. A transmit stream write of such a QP
 	// that does not match the model's bytes is loose.
 	faulted map[uint32]bool
+	// wfaulted: QPs a payload write of the model's was refused for (its
+	// DMA_FAULT), since their CREATE. The model stops at that write; the
+	// RTL hears of the refusal a write response later and may by then
+	// have placed more of that QP's segments (what its IOMMU let through)
+	// and consumed their FPDUs: a payload write the model has no
+	// counterpart for is loose while such a QP exists, and that QP's
+	// RXS_CI may run ahead of the model's.
+	wfaulted map[uint32]bool
 
 	// Snooped from register writes: where the rings are.
 	stage    map[uint32]uint32 // staging registers by offset
@@ -184,6 +192,7 @@ func (c *checker) reset() {
 	c.overran = map[uint32]bool{}
 	c.stopped = false
 	c.faulted = map[uint32]bool{}
+	c.wfaulted = map[uint32]bool{}
 	c.stage = map[uint32]uint32{}
 	c.cqs = map[uint32]*region{}
 	c.txs = map[uint32]*region{}
@@ -287,6 +296,7 @@ func (c *checker) snoop(off, v uint32, refused bool) {
 			delete(c.stats, qpn)
 			delete(c.failed, qpn)
 			delete(c.faulted, qpn)
+			delete(c.wfaulted, qpn)
 		}
 	}
 	if off >= cs.QPDBBase && (off-cs.QPDBBase)%cs.QPDBStride == cs.QPDBTXSCI {
@@ -317,6 +327,9 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 		trace("%p model %v write QP %d %#x %d bytes %x", c, w.Kind, w.QPN, w.Addr, len(w.Data), w.Data[:min(len(w.Data), 32)])
 	}
 	if err := c.reach(w.Addr, len(w.Data)); err != nil {
+		if w.Kind == cardmodel.WritePayload && w.QPN != 0 {
+			c.wfaulted[w.QPN] = true
+		}
 		return // the IOMMU refuses it: the model reports a DMA fault, and so must the RTL
 	}
 	if w.QPN != 0 && c.failed[w.QPN] {
@@ -578,7 +591,8 @@ func (c *checker) status(qpn uint32, addr uint64, b []byte) []byte {
 			stateSeen = true
 		}
 	}
-	if !between(prev.TXSPI(), got.TXSPI(), latest.TXSPI(), 32) || !between(prev.RXSCI(), got.RXSCI(), latest.RXSCI(), 32) ||
+	rxsOK := between(prev.RXSCI(), got.RXSCI(), latest.RXSCI(), 32) || c.wfaulted[qpn] && int32(got.RXSCI()-prev.RXSCI()) >= 0
+	if !between(prev.TXSPI(), got.TXSPI(), latest.TXSPI(), 32) || !rxsOK ||
 		!between(uint32(prev.SQCI()), uint32(got.SQCI()), uint32(latest.SQCI()), 16) ||
 		!between(uint32(prev.RQCI()), uint32(got.RQCI()), uint32(latest.RQCI()), 16) || !stateSeen ||
 		(got.TXClosed() && !latest.TXClosed()) {
@@ -596,8 +610,13 @@ func (c *checker) status(qpn uint32, addr uint64, b []byte) []byte {
 // writes, piece by piece: each byte must be the earliest pending model
 // byte at its address.
 func (c *checker) data(addr uint64, b []byte) []byte {
-	if qpn := c.txsOwner(addr); qpn != 0 && c.faulted[qpn] && !c.pendingAll(addr, b) {
+	qpn := c.txsOwner(addr)
+	if qpn != 0 && c.faulted[qpn] && !c.pendingAll(addr, b) {
 		c.counts.Loose++ // an FPDU the RTL aborted after the model's DMA fault
+		return b
+	}
+	if qpn == 0 && len(c.wfaulted) > 0 && !c.pendingAll(addr, b) {
+		c.counts.Loose++ // placed behind a payload write the model found refused
 		return b
 	}
 	pos, rest := addr, b

@@ -213,3 +213,46 @@ func TestCheckerAbortedFPDUs(t *testing.T) {
 	c.idle()
 	require.Len(t, reported, 1, "QP 5's writes all matched")
 }
+
+// A payload write of QP 7's that the IOMMU refuses: the model stops at
+// it, the RTL hears of it a write response later and may have placed
+// more of QP 7's segments meanwhile. Unmatched payload writes are loose
+// from then on (not before), and QP 7's RXS_CI may pass the model's.
+func TestCheckerRefusedPayloadWrite(t *testing.T) {
+	mem := simhost.New()
+	buf := make([]byte, 4*4096)
+	m, err := mem.Map(buf[:2*4096])
+	require.NoError(t, err)
+	refused := m.IOVA + 64*4096 // never mapped
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	stat := m.IOVA + 4096
+	c.snoop(cs.QpstatBaseLo, uint32(stat), false)
+	c.snoop(cs.QpstatBaseHi, uint32(stat>>32), false)
+	const qpn = 7
+	rec := func(rxsCI uint32) []byte {
+		b := make([]byte, cs.QPStatSize)
+		cs.QPStat(b).SetRXSCI(rxsCI)
+		return b
+	}
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteStatus, QPN: qpn, Addr: stat + qpn*cs.QPStatSize, Data: rec(100)})
+	require.NotNil(t, c.write(stat+qpn*cs.QPStatSize, rec(100)))
+	require.Nil(t, c.write(m.IOVA+512, []byte{1, 2, 3}), "a payload write no QP's fault explains")
+	require.Len(t, reported, 1)
+	reported = nil
+
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WritePayload, QPN: qpn, Addr: m.IOVA, Data: []byte{9, 9}})
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WritePayload, QPN: qpn, Addr: refused, Data: []byte{8}})
+	require.True(t, c.wfaulted[qpn])
+	require.NotNil(t, c.write(m.IOVA, []byte{9, 9}), "what the model placed before the fault still matches")
+	require.NotNil(t, c.write(m.IOVA+1024, []byte{4, 5, 6}), "placed behind the refused write")
+	require.NotNil(t, c.write(stat+qpn*cs.QPStatSize, rec(300)), "RXS_CI past the model's")
+	require.Empty(t, reported)
+	c.write(stat+qpn*cs.QPStatSize, rec(200)) // a status record is written even when wrong
+	require.Len(t, reported, 1, "RXS_CI never goes back")
+
+	c.snoop(cs.QPNum, qpn, false)
+	c.snoop(cs.QPCmd, uint32(cs.QPOpCreate), false)
+	require.Empty(t, c.wfaulted, "CREATE forgets the fault")
+}

@@ -55,12 +55,12 @@
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(m_rdone_ready, 1) \
     X(m_baddb_ready, 1) \
     X(reg_wr_valid, 1) \
     X(reg_wr_addr, 8) \
     X(reg_wr_data, 32) \
     X(m_term_ready, 1) \
-    X(m_done_ready, 1) \
     X(cfg_read_check, 1) \
     X(s_rd_issue_valid, 1) \
     X(s_rd_issue_qp, 10) \
@@ -136,6 +136,7 @@
     X(m_rxterm_recv, 1) \
     X(m_rxterm_fault, 1) \
     X(m_rxterm_fault_addr, 64) \
+    X(m_rxterm_fault_write, 1) \
     X(m_axi_rq_arid, 6) \
     X(m_axi_rq_araddr, 64) \
     X(m_axi_rq_arlen, 8) \
@@ -163,6 +164,12 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(m_rdone_valid, 1) \
+    X(m_rdone_busy, 1) \
+    X(m_rdone_qp, 10) \
+    X(m_rdone_stag, 32) \
+    X(m_rdone_to, 64) \
+    X(m_rdone_len, 16) \
     X(m_baddb_valid, 1) \
     X(m_baddb_qpn, 10) \
     X(init_done, 1) \
@@ -178,11 +185,6 @@
     X(m_term_seglen, 16) \
     X(m_term_hdr, 144) \
     X(m_term_qp, 32) \
-    X(m_done_valid, 1) \
-    X(m_done_qp, 32) \
-    X(m_done_stag, 32) \
-    X(m_done_to, 64) \
-    X(m_done_len, 16) \
     X(busy, 1) \
     X(s_chk_ready, 1) \
     X(m_chk_valid, 1) \

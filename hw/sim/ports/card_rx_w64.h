@@ -69,11 +69,18 @@
     X(s_pl_dma_data, 64) \
     X(s_pl_dma_strb, 8) \
     X(s_pl_dma_valid, 1) \
+    X(s_pl_dma_qp, 32) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(s_pl_done_valid, 1) \
+    X(s_pl_done_qp, 32) \
+    X(s_pl_done_stag, 32) \
+    X(s_pl_done_to, 64) \
+    X(s_pl_done_len, 16) \
+    X(m_rdone_ready, 1) \
     X(m_baddb_ready, 1) \
     /* end */
 
@@ -146,6 +153,7 @@
     X(m_rxterm_recv, 1) \
     X(m_rxterm_fault, 1) \
     X(m_rxterm_fault_addr, 64) \
+    X(m_rxterm_fault_write, 1) \
     X(m_axi_rq_arid, 6) \
     X(m_axi_rq_araddr, 64) \
     X(m_axi_rq_arlen, 8) \
@@ -174,6 +182,13 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(s_pl_done_ready, 1) \
+    X(m_rdone_valid, 1) \
+    X(m_rdone_busy, 1) \
+    X(m_rdone_qp, 10) \
+    X(m_rdone_stag, 32) \
+    X(m_rdone_to, 64) \
+    X(m_rdone_len, 16) \
     X(m_baddb_valid, 1) \
     X(m_baddb_qpn, 10) \
     /* end */

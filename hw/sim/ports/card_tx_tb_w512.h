@@ -53,6 +53,7 @@
     X(s_term_recv, 1) \
     X(s_term_fault, 1) \
     X(s_term_fault_addr, 64) \
+    X(s_term_fault_write, 1) \
     X(s_term_reason, 8) \
     X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
@@ -124,6 +125,7 @@
     X(m_fault_valid, 1) \
     X(m_fault_qpn, 10) \
     X(m_fault_addr, 64) \
+    X(m_fault_write, 1) \
     X(m_rd_issue_valid, 1) \
     X(m_rd_issue_qp, 10) \
     X(m_rd_issue_count, 16) \
@@ -173,6 +175,7 @@
     X(m_dma_data, 512) \
     X(m_dma_strb, 64) \
     X(m_dma_valid, 1) \
+    X(m_dma_qp, 32) \
     X(m_host_tdata, 512) \
     X(m_host_tkeep, 64) \
     X(m_host_tlast, 1) \

@@ -12,6 +12,8 @@
     X(s_dma_data, 64) \
     X(s_dma_strb, 8) \
     X(s_dma_valid, 1) \
+    X(s_dma_qp, 10) \
+    X(s_b_hold, 1) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -33,5 +35,7 @@
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
     X(m_berr, 1) \
+    X(m_berr_qp, 10) \
+    X(m_berr_addr, 64) \
     /* end */
 

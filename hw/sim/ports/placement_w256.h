@@ -72,6 +72,7 @@
     X(m_dma_data, 256) \
     X(m_dma_strb, 32) \
     X(m_dma_valid, 1) \
+    X(m_dma_qp, 32) \
     X(m_host_tdata, 256) \
     X(m_host_tkeep, 32) \
     X(m_host_tlast, 1) \

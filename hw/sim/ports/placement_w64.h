@@ -72,6 +72,7 @@
     X(m_dma_data, 64) \
     X(m_dma_strb, 8) \
     X(m_dma_valid, 1) \
+    X(m_dma_qp, 32) \
     X(m_host_tdata, 64) \
     X(m_host_tkeep, 8) \
     X(m_host_tlast, 1) \
