@@ -481,6 +481,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	blkStrb := m.Reg("blk_strb", L, nil, Cat(strb...), emit, "")
 	blkData := m.Reg("blk_data", W, nil, rotd, emit, "")
 	blkAddr := m.Reg("blk_addr", 64, nil, Cat(Bits(pAddr, 63, LB), C(LB, 0)), emit, "")
+	blkQP := m.Reg("blk_qp", QB, nil, sqp, emit, "the block's QP (the engine may be on the next segment while it waits)")
 	m.Drive(blkV, big.NewInt(0), Or(emit, And(blkV, Not(blkReady))), nil)
 	m.Drive(pAddr, nil, Sel(wrStart, aAddr, Add(pAddr, zext(nb, 64))), Or(wrStart, emit))
 	m.Drive(pLeft, big.NewInt(0), Sel(wrStart, Bits(toPage, 15, 0), Sub(pLeft, zext(nb, 16))), Or(wrStart, emit))
@@ -517,7 +518,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	paConns := []Conn{{"clk", m.Port("clk")}, {"rst", m.Port("rst")},
 		{"s_dma_addr", Sel(plValid, plAddr, blkAddr)}, {"s_dma_data", Sel(plValid, plData, blkData)},
 		{"s_dma_strb", Sel(plValid, plStrb, blkStrb)}, {"s_dma_valid", Or(plValid, blkV)}, {"s_dma_ready", pwReady},
-		{"s_dma_qp", Sel(plValid, Bits(plQP, QB-1, 0), sqp)}}
+		{"s_dma_qp", Sel(plValid, Bits(plQP, QB-1, 0), blkQP)}}
 	unused = append(unused, Bits(plQP, 31, QB))
 	berr := m.Wire("pw_berr", 1, "")
 	for _, p := range pa.Ports {

@@ -708,6 +708,7 @@ architecture rtl of card_rx_w512 is
     signal blk_strb : std_logic_vector(63 downto 0);
     signal blk_data : std_logic_vector(511 downto 0);
     signal blk_addr : std_logic_vector(63 downto 0);
+    signal blk_qp : std_logic_vector(9 downto 0); -- the block's QP (the engine may be on the next segment while it waits)
     signal w_adv : std_logic_vector(15 downto 0); -- bytes the cursor moves this cycle
     signal w_skip : std_logic;               -- an SGE with no room left: the next one
     signal w_restart : std_logic;            -- the check pass is over: the write pass starts from the same cursor
@@ -2696,6 +2697,15 @@ begin
         end if;
     end process;
 
+    blk_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if w_emit = '1' then
+                blk_qp <= snd_qp;
+            end if;
+        end if;
+    end process;
+
     blk_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3745,7 +3755,7 @@ begin
             s_dma_strb => mux(s_pl_dma_valid, s_pl_dma_strb, blk_strb),
             s_dma_valid => s_pl_dma_valid or blk_v,
             s_dma_ready => pw_ready,
-            s_dma_qp => mux(s_pl_dma_valid, s_pl_dma_qp(9 downto 0), snd_qp),
+            s_dma_qp => mux(s_pl_dma_valid, s_pl_dma_qp(9 downto 0), blk_qp),
             m_axi_awid => pw_awid,
             m_axi_awaddr => pw_awaddr,
             m_axi_awlen => pw_awlen,

@@ -668,6 +668,7 @@ module card_rx_w64 (
     reg  [7:0]     blk_strb;
     reg  [63:0]    blk_data;
     reg  [63:0]    blk_addr;
+    reg  [9:0]     blk_qp;                   // the block's QP (the engine may be on the next segment while it waits)
     wire [15:0]    w_adv;                    // bytes the cursor moves this cycle
     wire           w_skip;                   // an SGE with no room left: the next one
     wire           w_restart;                // the check pass is over: the write pass starts from the same cursor
@@ -2141,6 +2142,12 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
+        if (w_emit) begin
+            blk_qp <= snd_qp;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             blk_v <= 1'h0;
         end else begin
@@ -2815,7 +2822,7 @@ module card_rx_w64 (
         .s_dma_strb(s_pl_dma_valid ? s_pl_dma_strb : blk_strb),
         .s_dma_valid(s_pl_dma_valid | blk_v),
         .s_dma_ready(pw_ready),
-        .s_dma_qp(s_pl_dma_valid ? s_pl_dma_qp[9:0] : snd_qp),
+        .s_dma_qp(s_pl_dma_valid ? s_pl_dma_qp[9:0] : blk_qp),
         .m_axi_awid(pw_awid),
         .m_axi_awaddr(pw_awaddr),
         .m_axi_awlen(pw_awlen),
