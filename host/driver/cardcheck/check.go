@@ -346,6 +346,9 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 		c.cqes[k] = append(c.cqes[k], r)
 	case cardmodel.WriteEQE:
 		c.modelEQ++
+		if qp := eventQP(cs.EQE(w.Data)); qp != 0 && c.failed[qp] {
+			return // an event of a QP found wrong (the model writes events with QPN 0)
+		}
 		switch e := cs.EQE(w.Data); e.Type() {
 		case cs.EQETypeCQOverrun:
 			c.overran[e.Obj()] = true
@@ -374,6 +377,16 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 		c.pages[pg] = append(c.pages[pg], p)
 		c.npend++
 	}
+}
+
+// eventQP is the QP an event is about, 0 for the CQ events (CQ_NOTIFY,
+// CQ_OVERRUN: OBJ is a CQ) and the card's own (DMA_FAULT with OBJ 0).
+func eventQP(e cs.EQE) uint32 {
+	switch e.Type() {
+	case cs.EQETypeCQNotify, cs.EQETypeCQOverrun:
+		return 0
+	}
+	return e.Obj()
 }
 
 // looseEvent: events whose existence depends on when the host armed
@@ -516,10 +529,7 @@ func (c *checker) eqe(addr uint64, b []byte) []byte {
 	}
 	obj := e.Obj()
 	q := c.eqes[obj]
-	qpn := obj
-	if e.Type() == cs.EQETypeCQOverrun {
-		qpn = 0
-	}
+	qpn := eventQP(e)
 	if qpn != 0 && c.failed[qpn] {
 		c.counts.Unchecked++
 		return b
@@ -754,11 +764,7 @@ func (c *checker) idle() {
 	}
 	for obj, q := range c.eqes {
 		if len(q) > 0 && !wait[obj] {
-			qpn := obj
-			if cs.EQE(q[0][:]).Type() == cs.EQETypeCQOverrun {
-				qpn = 0
-			}
-			ms = append(ms, miss{qpn: qpn, kind: "EQE", data: q[0][:]})
+			ms = append(ms, miss{qpn: eventQP(cs.EQE(q[0][:])), kind: "EQE", data: q[0][:]})
 		}
 	}
 	for k, n := range c.looseModel {

@@ -256,3 +256,38 @@ func TestCheckerRefusedPayloadWrite(t *testing.T) {
 	c.snoop(cs.QPCmd, uint32(cs.QPOpCreate), false)
 	require.Empty(t, c.wfaulted, "CREATE forgets the fault")
 }
+
+// Once a QP is found wrong its error is reported, once: the model's
+// later events of that QP (written with QPN 0, OBJ the QP) are not
+// expected of the RTL, so an idle RTL without them is not a second
+// mismatch. Until 28 Nov they were, and a sim card counted two
+// mismatches for one.
+func TestCheckerFailedQPEvents(t *testing.T) {
+	mem := simhost.New()
+	buf := make([]byte, 4096)
+	m, err := mem.Map(buf)
+	require.NoError(t, err)
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	c.snoop(cs.EQBaseLo, uint32(m.IOVA), false)
+	c.snoop(cs.EQBaseHi, uint32(m.IOVA>>32), false)
+	c.snoop(cs.EQCfg, 1<<cs.EQCfgEnableShift, false)
+	ev := func(obj uint32) []byte {
+		var e [cs.EQESize]byte
+		cs.EQE(e[:]).SetType(cs.EQETypeStreamEnd)
+		cs.EQE(e[:]).SetObj(obj)
+		e[cs.EQESize-1] |= 0x80
+		return e[:]
+	}
+	c.mismatch(&MismatchError{QPN: 3, Kind: "stream", What: "stream bytes the model did not write"})
+	require.Len(t, reported, 1)
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteEQE, Addr: m.IOVA, Data: ev(3)})
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteEQE, Addr: m.IOVA + cs.EQESize, Data: ev(4)})
+	c.idle()
+	require.Len(t, reported, 2, "QP 4's STREAM_END is missing; QP 3's is not expected")
+	var me *MismatchError
+	require.ErrorAs(t, reported[1], &me)
+	require.EqualValues(t, 4, me.QPN)
+	require.EqualValues(t, 2, c.counts.Mismatches)
+}
