@@ -94,6 +94,9 @@ type CardStatIn struct {
 
 	AWReady, WReady, BValid bool
 	BResp                   uint8
+
+	// Owed: the QP of OwedQPN owes a Read Response (card_tx's answer).
+	Owed bool
 }
 
 // CardStatOut is what card_stat shows in a cycle.
@@ -121,8 +124,11 @@ type CardStatOut struct {
 	Fatal      bool
 	Busy       bool
 
-	DoneValid bool // the update put the QP in CLOSED or ERROR
-	DoneQPN   uint16
+	DoneValid  bool // the update put the QP in CLOSED or ERROR
+	DoneQPN    uint16
+	DoneClosed bool // ... in CLOSED
+
+	OwedQPN uint16 // the QP whose owed Read Responses Owed answers (during the context read)
 
 	AXIWr // the status writes' AXI master (card_stat's dma_wr)
 }
@@ -168,6 +174,7 @@ type statOp struct {
 	term       bool // a Terminate's transmit record, a failed FPDU's RXS_CI record
 	cpl        CardStatCpl
 	hasCpl     bool
+	owed       bool // the QP owes a Read Response (s_owed, at the context read)
 }
 
 // statResult is what an update gives besides its context.
@@ -178,6 +185,7 @@ type statResult struct {
 	info      uint32
 	end, lost bool // a stream-end record to card_tx (RX_LOST)
 	done      bool // the QP reached CLOSED or ERROR
+	closed    bool // ... CLOSED
 }
 
 func (r *statResult) event(t cs.EQEType, info uint32) { r.ev, r.evType, r.info = true, t, info }
@@ -310,9 +318,9 @@ func statUpdate(op *statOp, x statCtx) (statCtx, statResult) {
 	// closed: a closing QP whose posted send work is done (SQ_CI at
 	// SQ_PI) is CLOSED with TX_CLOSED, then QP_CLOSED.
 	closed := func() {
-		if n.state == cs.QPStateClosing && n.sqCI == n.sqPI {
+		if n.state == cs.QPStateClosing && n.sqCI == n.sqPI && !op.owed {
 			n.state, n.txClosed = cs.QPStateClosed, true
-			r.done = true
+			r.done, r.closed = true, true
 			r.event(cs.EQETypeQPClosed, 0)
 		}
 	}
@@ -515,8 +523,8 @@ func (c *CardStat) Step(in *CardStatIn, out *CardStatOut) {
 		EvValid: evV, EvType: cs.EQETypeTXData, EvQPN: h.qpn, EvStop: bad,
 		EndValid: endV, FaultValid: faultTaken, Fatal: c.fatal,
 		Busy:      !idle || c.n > 0,
-		DoneValid: calc && res.done,
-		AXIWr:     do.AXIWr,
+		DoneValid: calc && res.done, DoneClosed: calc && res.closed,
+		AXIWr: do.AXIWr,
 	}
 	if h.ev {
 		out.EvType, out.EvInfo = h.evType, h.info
@@ -532,6 +540,9 @@ func (c *CardStat) Step(in *CardStatIn, out *CardStatOut) {
 	}
 	if calc {
 		out.DoneQPN = c.op.qpn
+	}
+	if c.stp == statRead {
+		out.OwedQPN = c.op.qpn
 	}
 
 	// The clock edge.
@@ -568,6 +579,7 @@ func (c *CardStat) Step(in *CardStatIn, out *CardStatOut) {
 	switch c.stp {
 	case statRead:
 		c.addr = statRecAddr(in.QPStatBase, c.op.qpn)
+		c.op.owed = in.Owed
 		c.stp = statCalc
 	case statCalc:
 		c.ctx[c.op.qpn] = nx

@@ -50,7 +50,7 @@ func CardStat(width int) (*Module, error) {
 	}
 	QB := cardStatQPBits
 	m := NewModule(fmt.Sprintf("card_stat_w%d", W), "docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)",
-		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
+		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI and it owes no Read Response (s_owed), then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
 		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, BAD_DOORBELL when qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell, STREAM_CUT when qp_cmd_cut says it is card_rx's cut stream) or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
 		fmt.Sprintf("Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's completion port, m_ev to its event port) only once every status write taken before it has its write response, so the driver never sees a CQE or an event before the status record that publishes its indices (the card model writes the record first). Up to %d entries (status writes and events without a write) wait in order; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
 		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. busy says an update is served or an entry waits (card_tx's hold on tight CQs). Not yet: coalescing of updates.",
@@ -241,6 +241,11 @@ func CardStat(width int) (*Module, error) {
 	pRxEq := m.Reg("p_rxs_eq", 1, nil, Sel(rdIs(kRx), Eq(opV1, oldRXSPI), Sel(rdIs(kRXSPI), Eq(oldCI, opV1), Eq(oldCI, oldRXSPI))), sRead,
 		"RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell")
 	pSqEq := m.Reg("p_sq_eq", 1, nil, Sel(rdIs(kTx), Eq(opSQCI, oldSQPI), Eq(oldSQ, oldSQPI)), sRead, "SQ_CI equals SQ_PI after a transmit record or CLOSE")
+	// Read Responses the QP still owes (card_tx's, asked for the QP of
+	// the update being read): a closing QP is not CLOSED while it owes
+	// one, as the card model's drained.
+	m.Assign(m.Output("m_owed_qpn", QB, "the QP whose Read Responses owed s_owed answers (during the context read)"), gate(sRead, opQPN))
+	pOwed := m.Reg("p_owed", 1, nil, m.Input("s_owed", 1, "the QP of m_owed_qpn owes a Read Response (card_tx's pool, engine, records; card_rx's record on its way)"), sRead, "")
 	pSQPIInc := m.Reg("p_sq_pi_inc", 16, nil, Add(oldSQPI, C(16, 1)), sRead, "")
 	pSt := m.Reg("p_state", 4, nil, Cat(Eq(oldSt, C(4, 4)), Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 2)), Eq(oldSt, C(4, 1))), sRead,
 		"STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)")
@@ -278,7 +283,7 @@ func CardStat(width int) (*Module, error) {
 	// CLOSE: CLOSING until the posted send work is done (SQ_CI reaches
 	// SQ_PI), then CLOSED with TX_CLOSED and QP_CLOSED (the model's step).
 	closing := m.WireOf("op_closing", Or(And(isK(kClose), inSt(1)), And(isK(kTx), Not(opTerm), inSt(2))), "CLOSE on a QP in RTS, or a record of a closing QP")
-	closed := m.WireOf("op_closed", And(closing, pSqEq), "the QP's posted send work is done: CLOSED")
+	closed := m.WireOf("op_closed", And(closing, pSqEq, Not(pOwed)), "the QP's posted send work and owed Read Responses are done: CLOSED")
 	newSt := Sel(isK(kCreate), C(4, 1), Sel(Or(toErr, termErr, rxFail), C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
 	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, termErr, closed))
 	newRQ := Sel(isK(kCreate), C(16, 0), Sel(isK(kRc), opSQCI, oldRQ))
@@ -298,6 +303,7 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(m.Output("m_done_valid", 1, "pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)"),
 		And(sCalc, Or(closed, toErr, termErr, rxFail)))
 	m.Assign(m.Output("m_done_qpn", QB, ""), gate(sCalc, opQPN))
+	m.Assign(m.Output("m_done_closed", 1, "with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)"), And(sCalc, closed))
 	m.Drive(sRead, big.NewInt(0), doCtx, nil)
 	m.Drive(sCalc, big.NewInt(0), sRead, nil)
 	m.Drive(sBeat, big.NewInt(0), Or(calcWrites, And(sBeat, Not(dataDone))), nil)

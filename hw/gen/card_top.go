@@ -413,6 +413,12 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
 	}
 	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
+	// CLOSE: card_stat asks whether a QP owes a Read Response (card_tx's,
+	// or card_rx's record on its way to card_tx), and tells card_tx when
+	// the QP is CLOSED.
+	txIn["s_owed_qpn"] = o("st", "m_owed_qpn")
+	txIn["s_closed_valid"] = And(o("st", "m_done_valid"), o("st", "m_done_closed"))
+	txIn["s_closed_qpn"] = o("st", "m_done_qpn")
 	// The receive errors to the Terminate sender, one record at a time
 	// (heldPriority, in this order): card_rx's untagged ones (m_rxterm),
 	// placement's (m_term: tagged, and the header checks) and mpa_rx's
@@ -591,6 +597,7 @@ func CardTop(width int) (*Module, error) {
 		// SQ_PI and PUSH (CLOSE waits for SQ_CI to reach SQ_PI), TXS_CI,
 		// RXS_PI and STREAM (the stream events).
 		"s_db_valid": dbV[3], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
+		"s_owed": Or(o("tx", "m_owed"), And(o("rx", "m_rreq_valid"), Eq(o("rx", "m_rreq_qpn"), o("st", "m_owed_qpn")))),
 	}
 	wrBack(stIn, CardWrMasterSt)
 	t.place("st", stat, stIn)

@@ -74,8 +74,9 @@ const (
 // txQPStates is card_tx's per-QP state: written by the QP command (whose
 // state was read the cycle before it is taken), read by the engine.
 type txQPStates struct {
-	toErr *Signal // an ERROR command puts a live QP in error this cycle
-	eng   *Signal // the state at engAddr (read a cycle after the address)
+	toErr  *Signal // an ERROR command puts a live QP in error this cycle
+	eng    *Signal // the state at engAddr (read a cycle after the address)
+	closed *Signal // the QP at engAddr is CLOSED (card_stat's record; CREATE clears it)
 }
 
 // qpStates builds the state memory, in two copies (one read by the
@@ -83,11 +84,15 @@ type txQPStates struct {
 // CREATE makes a QP live; ERROR puts a live QP in error (a QP that does
 // not exist is left alone: the card model refuses the command); DESTROY
 // frees a QP in error (the model refuses it in RTS); CLOSE is taken
-// without effect (not served yet).
+// without effect (card_stat decides CLOSED and reports it: closedV).
 //
 // engErr puts the engine's QP engQP in error (a local protection error of
 // its WQE); the engine does so only while no command can be taken.
-func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal) txQPStates {
+//
+// closedV and closedQP: card_stat found the QP CLOSED (its m_done with
+// m_done_closed; a pulse, taken every cycle): a bit per QP, set then and
+// cleared by CREATE, says so (a pulse in CREATE's cycle waits one).
+func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV, closedQP Expr) txQPStates {
 	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
 	we := m.Wire("qp_state_we", 1, "")
 	wd := m.WireOf("qp_state_wd", Sel(Or(engErr, opIs(3)), C(2, txQPError), Sel(opIs(1), C(2, txQPLive), C(2, txQPNone))), "")
@@ -96,7 +101,16 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal) txQPSta
 	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, wa, wd, nil, engAddr, "QP state, read by the engine")
 	toErr := m.WireOf("qp_to_error", And(cmdGo, opIs(3), Eq(cur, C(2, txQPLive))), "ERROR on a live QP")
 	m.Assign(we, Or(engErr, And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
-	return txQPStates{toErr: toErr, eng: eng}
+	create := m.WireOf("qp_closed_clear", And(cmdGo, opIs(1)), "CREATE: the QP is not CLOSED")
+	pendV := m.RegDecl("qp_closed_pend", 1, "a CLOSED report waits for a cycle without CREATE")
+	pendQP := m.RegDecl("qp_closed_pend_qp", 10, "")
+	setV := m.WireOf("qp_closed_set", Or(pendV, closedV), "")
+	setQP := m.WireOf("qp_closed_set_qp", Sel(pendV, pendQP, closedQP), "")
+	m.Drive(pendV, big.NewInt(0), And(Or(closedV, pendV), Or(create, And(pendV, closedV))), nil)
+	m.Drive(pendQP, nil, Sel(And(pendV, closedV), closedQP, setQP), nil)
+	closed := m.Mem("qp_closed", 2, CardTxQPs, Or(create, setV), Sel(create, qpn, setQP), Cat(C(1, 0), Not(create)), nil, engAddr,
+		"bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered")
+	return txQPStates{toErr: toErr, eng: eng, closed: closed}
 }
 
 // wcOpcode is the CQE opcode (WC_OPCODE) of a WQE opcode, as the card
@@ -115,10 +129,11 @@ const CardTxRReqPool = 16
 // relative to the others in flops, so that a QP's oldest record is found
 // in one cycle. Records of a QP are answered in the order they came.
 type rreqPool struct {
-	canTake *Signal // a slot is free
-	data    *Signal // the record read (registered, a cycle after rd)
-	slot    *Signal // the slot read
-	have    *Signal // the QP asked for has a record
+	canTake *Signal           // a slot is free
+	data    *Signal           // the record read (registered, a cycle after rd)
+	slot    *Signal           // the slot read
+	have    *Signal           // the QP asked for has a record
+	holds   func(q Expr) Expr // whether some slot holds a record of QP q
 }
 
 // rreq record layout in the pool: sink STag 31:0, sink TO 95:32, size
@@ -168,6 +183,13 @@ func newRReqPool(m *Module, take Expr, qpn Expr, rec Expr, rd Expr, q Expr, free
 		have = Or(have, match[i])
 	}
 	p.have = m.WireOf("rrp_have", have, "the QP has a record waiting")
+	p.holds = func(q Expr) Expr {
+		var any Expr = C(1, 0)
+		for i := range valid {
+			any = Or(any, And(valid[i], Eq(qps[i], q)))
+		}
+		return any
+	}
 	p.slot = m.Reg("rrp_rd_slot", PB, nil, oldIdx, rd, "the slot read")
 	p.data = m.Mem("rrp_data", rreqRecW, P, take, fi, rec, rd, oldIdx, "Read Request records")
 	var vs []Expr

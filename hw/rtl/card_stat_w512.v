@@ -8,18 +8,19 @@
 // SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI,
 // ARM_TX, ARM_RX); 185 bits of block RAM for 1024 QPs. Updated by QP_CMD
 // CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI
-// reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a
-// QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR
-// event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET,
-// nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE),
-// card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU,
-// a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's
-// Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the
-// CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI,
-// RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in
-// ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record
-// update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with
-// one DMA write through a dma_wr.
+// reaches SQ_PI and it owes no Read Response (s_owed), then CLOSED with
+// TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes
+// to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP
+// in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records
+// (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx;
+// with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no
+// event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's
+// receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells
+// SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX,
+// ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a
+// QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole
+// 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a
+// dma_wr.
 //
 // Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
 // differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
@@ -141,8 +142,11 @@ module card_stat_w512 (
     output wire [63:0]    m_fault_addr,      // the record's address
     output wire           fatal,             // a status write got an error response: nothing more is written or passed on
     output wire           busy,              // an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
+    output wire [9:0]     m_owed_qpn,        // the QP whose Read Responses owed s_owed answers (during the context read)
+    input  wire           s_owed,            // the QP of m_owed_qpn owes a Read Response (card_tx's pool, engine, records; card_rx's record on its way)
     output wire           m_done_valid,      // pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
     output wire [9:0]     m_done_qpn,
+    output wire           m_done_closed,     // with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,
@@ -213,6 +217,7 @@ module card_stat_w512 (
     reg            p_txs_ne;                 // TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell
     reg            p_rxs_eq;                 // RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell
     reg            p_sq_eq;                  // SQ_CI equals SQ_PI after a transmit record or CLOSE
+    reg            p_owed;
     reg  [15:0]    p_sq_pi_inc;
     reg  [3:0]     p_state;                  // STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)
     wire [10:0]    qp_off;                   // QPSTAT_BASE bits 14:5 plus the QPN, with its carry
@@ -236,7 +241,7 @@ module card_stat_w512 (
     wire           op_stream_end;
     wire [15:0]    new_sq_ci;
     wire           op_closing;               // CLOSE on a QP in RTS, or a record of a closing QP
-    wire           op_closed;                // the QP's posted send work is done: CLOSED
+    wire           op_closed;                // the QP's posted send work and owed Read Responses are done: CLOSED
     wire           op_writes;                // the update writes the status record
     wire           op_ev;                    // the update gives an event
     wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT
@@ -351,6 +356,7 @@ module card_stat_w512 (
     assign old_rxs_pi = ctx_rd[182:151];
     assign old_rx_fin = ctx_rd[183];
     assign old_rx_ended = ctx_rd[184];
+    assign m_owed_qpn = op_qpn & {10{st_read}};
     assign qp_off = {1'h0, base[14:5]} + {1'h0, op_qpn};
     assign new_sq_pi = op_k[0] ? 16'h0000 : (op_k[9] ? op_v1[15:0] : (op_k[10] ? p_sq_pi_inc : old_sq_pi));
     assign op_live = (p_state[0] | p_state[1]) | p_state[2];
@@ -371,7 +377,7 @@ module card_stat_w512 (
     assign op_stream_end = (((((((op_k[4] | op_k[2]) | op_k[11]) & new_rx_fin) & ~old_rx_ended) & p_rxs_eq) & op_live) & ~op_lost) & ~op_rx_error;
     assign new_sq_ci = op_k[0] ? 16'h0000 : (op_k[1] ? op_sq_ci : old_sq_ci);
     assign op_closing = (op_k[8] & p_state[0]) | ((op_k[1] & ~op_term) & p_state[1]);
-    assign op_closed = op_closing & p_sq_eq;
+    assign op_closed = (op_closing & p_sq_eq) & ~p_owed;
     assign ctx_wr_data = {
         ~op_k[0] & (old_rx_ended | op_stream_end),
         new_rx_fin,
@@ -393,6 +399,7 @@ module card_stat_w512 (
     assign calc_writes = (st_calc & op_writes) & ~fatal_q;
     assign m_done_valid = st_calc & (((op_closed | op_to_error) | op_term_error) | op_rx_error);
     assign m_done_qpn = op_qpn & {10{st_calc}};
+    assign m_done_closed = st_calc & op_closed;
     assign dw_s_valid = st_data;
     assign dw_s_take = dw_s_valid & dw_s_ready;
     assign beat_last = beat == 1'h0;
@@ -588,6 +595,12 @@ module card_stat_w512 (
     always @(posedge clk) begin
         if (st_read) begin
             p_sq_eq <= (op_kind == 4'h1) ? (op_sq_ci == old_sq_pi) : (old_sq_ci == old_sq_pi);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_owed <= s_owed;
         end
     end
 

@@ -8,18 +8,19 @@
 -- SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI,
 -- ARM_TX, ARM_RX); 185 bits of block RAM for 1024 QPs. Updated by QP_CMD
 -- CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI
--- reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a
--- QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR
--- event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET,
--- nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE),
--- card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU,
--- a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's
--- Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the
--- CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI,
--- RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in
--- ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record
--- update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with
--- one DMA write through a dma_wr.
+-- reaches SQ_PI and it owes no Read Response (s_owed), then CLOSED with
+-- TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes
+-- to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP
+-- in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records
+-- (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx;
+-- with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no
+-- event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's
+-- receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells
+-- SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX,
+-- ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a
+-- QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole
+-- 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a
+-- dma_wr.
 --
 -- Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
 -- differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
@@ -143,8 +144,11 @@ entity card_stat_w64 is
         m_fault_addr : out std_logic_vector(63 downto 0); -- the record's address
         fatal : out std_logic;               -- a status write got an error response: nothing more is written or passed on
         busy : out std_logic;                -- an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
+        m_owed_qpn : out std_logic_vector(9 downto 0); -- the QP whose Read Responses owed s_owed answers (during the context read)
+        s_owed : in  std_logic;              -- the QP of m_owed_qpn owes a Read Response (card_tx's pool, engine, records; card_rx's record on its way)
         m_done_valid : out std_logic;        -- pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
         m_done_qpn : out std_logic_vector(9 downto 0);
+        m_done_closed : out std_logic;       -- with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);
@@ -244,6 +248,7 @@ architecture rtl of card_stat_w64 is
     signal p_txs_ne : std_logic;             -- TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell
     signal p_rxs_eq : std_logic;             -- RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell
     signal p_sq_eq : std_logic;              -- SQ_CI equals SQ_PI after a transmit record or CLOSE
+    signal p_owed : std_logic;
     signal p_sq_pi_inc : std_logic_vector(15 downto 0);
     signal p_state : std_logic_vector(3 downto 0); -- STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)
     signal qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the QPN, with its carry
@@ -267,7 +272,7 @@ architecture rtl of card_stat_w64 is
     signal op_stream_end : std_logic;
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal op_closing : std_logic;           -- CLOSE on a QP in RTS, or a record of a closing QP
-    signal op_closed : std_logic;            -- the QP's posted send work is done: CLOSED
+    signal op_closed : std_logic;            -- the QP's posted send work and owed Read Responses are done: CLOSED
     signal op_writes : std_logic;            -- the update writes the status record
     signal op_ev : std_logic;                -- the update gives an event
     signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT
@@ -383,6 +388,7 @@ begin
     old_rxs_pi <= ctx_rd(182 downto 151);
     old_rx_fin <= ctx_rd(183);
     old_rx_ended <= ctx_rd(184);
+    m_owed_qpn <= op_qpn and std_logic_vector'(9 downto 0 => st_read);
     qp_off <= std_logic_vector(unsigned(std_logic_vector'('0' & base(14 downto 5))) + unsigned(std_logic_vector'('0' & op_qpn)));
     new_sq_pi <= mux(op_k(0), x"0000", mux(op_k(9), op_v1(15 downto 0), mux(op_k(10), p_sq_pi_inc, old_sq_pi)));
     op_live <= (p_state(0) or p_state(1)) or p_state(2);
@@ -403,7 +409,7 @@ begin
     op_stream_end <= (((((((op_k(4) or op_k(2)) or op_k(11)) and new_rx_fin) and (not old_rx_ended)) and p_rxs_eq) and op_live) and (not op_lost)) and (not op_rx_error);
     new_sq_ci <= mux(op_k(0), x"0000", mux(op_k(1), op_sq_ci, old_sq_ci));
     op_closing <= (op_k(8) and p_state(0)) or ((op_k(1) and (not op_term)) and p_state(1));
-    op_closed <= op_closing and p_sq_eq;
+    op_closed <= (op_closing and p_sq_eq) and (not p_owed);
     ctx_wr_data <= std_logic_vector'(
         ((not op_k(0)) and (old_rx_ended or op_stream_end)) &
         new_rx_fin &
@@ -425,6 +431,7 @@ begin
     calc_writes <= (st_calc and op_writes) and (not fatal_q);
     m_done_valid <= st_calc and (((op_closed or op_to_error) or op_term_error) or op_rx_error);
     m_done_qpn <= op_qpn and std_logic_vector'(9 downto 0 => st_calc);
+    m_done_closed <= st_calc and op_closed;
     dw_s_valid <= st_data;
     dw_s_take <= dw_s_valid and dw_s_ready;
     beat_last <= b2l(beat = "11");
@@ -663,6 +670,15 @@ begin
         if rising_edge(clk) then
             if st_read = '1' then
                 p_sq_eq <= mux(b2l(op_kind = x"1"), b2l(op_sq_ci = old_sq_pi), b2l(old_sq_ci = old_sq_pi));
+            end if;
+        end if;
+    end process;
+
+    p_owed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_owed <= s_owed;
             end if;
         end if;
     end process;

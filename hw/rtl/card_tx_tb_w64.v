@@ -138,6 +138,10 @@ module card_tx_tb_w64 (
     input  wire [1:0]     m_axi_bresp,
     input  wire           m_axi_bvalid,
     output wire           m_axi_bready,
+    input  wire           s_closed_valid,
+    input  wire [9:0]     s_closed_qpn,
+    input  wire [9:0]     s_owed_qpn,
+    output wire           m_owed,
     input  wire [63:0]    s_axis_tdata,
     input  wire [7:0]     s_axis_tkeep,
     input  wire           s_axis_tvalid,
@@ -301,6 +305,7 @@ module card_tx_tb_w64 (
     wire           tx_m_axi_wlast;
     wire           tx_m_axi_wvalid;
     wire           tx_m_axi_bready;
+    wire           tx_m_owed;
     wire           pl_s_axis_tready;
     wire           pl_init_done;
     wire [63:0]    pl_m_dma_addr;
@@ -399,6 +404,7 @@ module card_tx_tb_w64 (
     assign m_axi_wlast = tx_m_axi_wlast;
     assign m_axi_wvalid = tx_m_axi_wvalid;
     assign m_axi_bready = tx_m_axi_bready;
+    assign m_owed = tx_m_owed;
     assign s_axis_tready = pl_s_axis_tready;
     assign init_done = pl_init_done;
     assign m_dma_addr = pl_m_dma_addr;
@@ -591,7 +597,11 @@ module card_tx_tb_w64 (
         .m_axi_bid(m_axi_bid),
         .m_axi_bresp(m_axi_bresp),
         .m_axi_bvalid(m_axi_bvalid),
-        .m_axi_bready(tx_m_axi_bready)
+        .m_axi_bready(tx_m_axi_bready),
+        .s_closed_valid(s_closed_valid),
+        .s_closed_qpn(s_closed_qpn),
+        .s_owed_qpn(s_owed_qpn),
+        .m_owed(tx_m_owed)
     );
 
     placement_w64 pl (

@@ -140,6 +140,10 @@ entity card_tx_tb_w64 is
         m_axi_bresp : in  std_logic_vector(1 downto 0);
         m_axi_bvalid : in  std_logic;
         m_axi_bready : out std_logic;
+        s_closed_valid : in  std_logic;
+        s_closed_qpn : in  std_logic_vector(9 downto 0);
+        s_owed_qpn : in  std_logic_vector(9 downto 0);
+        m_owed : out std_logic;
         s_axis_tdata : in  std_logic_vector(63 downto 0);
         s_axis_tkeep : in  std_logic_vector(7 downto 0);
         s_axis_tvalid : in  std_logic;
@@ -305,6 +309,7 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_axi_wlast : std_logic;
     signal tx_m_axi_wvalid : std_logic;
     signal tx_m_axi_bready : std_logic;
+    signal tx_m_owed : std_logic;
     signal pl_s_axis_tready : std_logic;
     signal pl_init_done : std_logic;
     signal pl_m_dma_addr : std_logic_vector(63 downto 0);
@@ -403,6 +408,7 @@ begin
     m_axi_wlast <= tx_m_axi_wlast;
     m_axi_wvalid <= tx_m_axi_wvalid;
     m_axi_bready <= tx_m_axi_bready;
+    m_owed <= tx_m_owed;
     s_axis_tready <= pl_s_axis_tready;
     init_done <= pl_init_done;
     m_dma_addr <= pl_m_dma_addr;
@@ -596,7 +602,11 @@ begin
             m_axi_bid => m_axi_bid,
             m_axi_bresp => m_axi_bresp,
             m_axi_bvalid => m_axi_bvalid,
-            m_axi_bready => tx_m_axi_bready
+            m_axi_bready => tx_m_axi_bready,
+            s_closed_valid => s_closed_valid,
+            s_closed_qpn => s_closed_qpn,
+            s_owed_qpn => s_owed_qpn,
+            m_owed => tx_m_owed
         );
 
     pl : entity work.placement_w64

@@ -75,7 +75,11 @@
 // reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's
 // Terminate is sent and its Read Requests dropped, they complete as on a live
 // QP (the card model completes a Read as its response's last segment is
-// placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
+// placed); DESTROY frees a QP in error; CLOSE is taken without effect here
+// (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read
+// Response, from the pool, the engine or a record not yet taken, and reports
+// CLOSED on s_closed, after which the QP's Read Requests are dropped with
+// their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE
 // starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
 // inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
 // doorbell, so no QP blocks another. One WQE is fetched and segmented at a
@@ -108,7 +112,7 @@ module card_tx_w512 (
     input  wire           rst,               // synchronous reset, active high
     input  wire           s_qp_valid,        // a QP command (card_regs qp_cmd)
     output wire           s_qp_ready,
-    input  wire [3:0]     s_qp_op,           // QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect
+    input  wire [3:0]     s_qp_op,           // QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect (card_stat's; s_closed)
     input  wire [9:0]     s_qp_num,          // QP number
     input  wire [63:0]    s_qp_sq_base,      // staged: SQ ring address (aligned to its size)
     input  wire [4:0]     s_qp_sq_log,       // staged: log2 of the SQ's basic blocks (0..16)
@@ -255,7 +259,11 @@ module card_tx_w512 (
     input  wire [3:0]     m_axi_bid,         // not checked
     input  wire [1:0]     m_axi_bresp,       // bit 1 set: SLVERR or DECERR
     input  wire           m_axi_bvalid,
-    output wire           m_axi_bready
+    output wire           m_axi_bready,
+    input  wire           s_closed_valid,    // pulse: card_stat found the QP CLOSED (m_done with m_done_closed): its Read Requests are no longer answered (dropped, IRD entry kept, as the card model's CLOSED QP sends nothing)
+    input  wire [9:0]     s_closed_qpn,
+    input  wire [9:0]     s_owed_qpn,        // card_stat's question (m_owed_qpn): does this QP owe a Read Response?
+    output wire           m_owed             // s_owed_qpn owes a Read Response
 );
 
     reg  [4:0]     eng_state;                // engine state
@@ -304,6 +312,12 @@ module card_tx_w512 (
     reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     wire           qp_to_error;              // ERROR on a live QP
+    wire           qp_closed_clear;          // CREATE: the QP is not CLOSED
+    reg            qp_closed_pend;           // a CLOSED report waits for a cycle without CREATE
+    reg  [9:0]     qp_closed_pend_qp;
+    wire           qp_closed_set;
+    wire [9:0]     qp_closed_set_qp;
+    reg  [1:0]     qp_closed_rd;             // read data of qp_closed
     wire           term_new;                 // a Terminate record puts its QP in error
     wire           prot_term;                // the engine's WQE failed its lkey check or memory operation (a Local Catastrophic Terminate), or a Read Response its source check (the revoked source's Terminate)
     wire [15:0]    eng_term_cause;           // the engine's Terminate's cause
@@ -573,6 +587,7 @@ module card_tx_w512 (
     reg  [1:0]     cur_state;                // the QP's state (0 none, 1 live, 2 error)
     wire           cur_live;
     wire           cur_error;
+    reg            cur_closed;               // the QP is CLOSED: its Read Requests are dropped
     reg  [255:0]   wqe_hdr;                  // the WQE's header
     wire [7:0]     h_opcode;
     wire           h_signaled;
@@ -640,7 +655,8 @@ module card_tx_w512 (
     wire [511:0]   term_payload;             // the Terminate's DDP payload, byte 0 in bits 7:0
     wire [15:0]    term_len;                 // its length
     reg            rsp_mode;                 // the engine answers a Read Request
-    reg            rsp_drop;                 // ... of a QP in error: it is dropped
+    reg            rsp_drop;                 // ... of a QP in error or CLOSED: it is dropped
+    reg            rsp_keep_ird;             // ... of a CLOSED QP: its IRD entry stays taken (the model's CLOSED QP keeps the request)
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
     reg            ret_flush_mode;           // ... with WR_FLUSH_ERR: the stream ended
     reg            flush_mode;               // the block fetched is a WQE to flush
@@ -1231,6 +1247,7 @@ module card_tx_w512 (
     wire           ab_beyond;                // the head record would publish aborted FPDUs
     reg  [31:0]    cpl_txs_pi_q;
     reg            cpl_term_q;
+    reg            cpl_rrd_q;                // the record out is a Read Response's last
     reg            dma_err_q;
     wire           op_is_send;               // a Send that was sent takes an MSN
     wire           read_started;             // a Read Request went out
@@ -1268,6 +1285,7 @@ module card_tx_w512 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
+    reg  [1:0] qp_closed [0:1023];           // bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
     reg  [400:0] term [0:1023];              // the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
@@ -1318,6 +1336,9 @@ module card_tx_w512 (
     assign qp_state_wa = prot_err ? cur_qp : cmd_num;
     assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign qp_closed_clear = cmd_go & (cmd_op == 4'h1);
+    assign qp_closed_set = qp_closed_pend | s_closed_valid;
+    assign qp_closed_set_qp = qp_closed_pend ? qp_closed_pend_qp : s_closed_qpn;
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
     assign term_ev_set = term_new | prot_term;
     assign gf_ev = gf_ev_pend & ~term_ev_v;
@@ -7700,8 +7721,8 @@ module card_tx_w512 (
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
     assign term_go = (in_state3 & cur_error) & term_pend_cur;
-    assign rsp_ready = ((in_state3 & rreq_pending) & ~term_go) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
-    assign rsp_go = rsp_ready & (cur_error | ~term_ev_v);
+    assign rsp_ready = ((in_state3 & rreq_pending) & ~term_go) & ((cur_error | cur_closed) | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
+    assign rsp_go = rsp_ready & ((cur_error | cur_closed) | ~term_ev_v);
     assign wqe_ready = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
     assign qtight_qp = cur_cq;
     assign qtight_1h = {
@@ -9268,6 +9289,7 @@ module card_tx_w512 (
     assign ab_beyond = (ab_v & (cq0_qpn == ab_qp)) & ab_diff[31];
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign m_cpl_term = cpl_term_q;
+    assign m_owed = (((((((((((((((((((((((((1'h0 | (rrp0_v & (rrp0_qp == s_owed_qpn))) | (rrp1_v & (rrp1_qp == s_owed_qpn))) | (rrp2_v & (rrp2_qp == s_owed_qpn))) | (rrp3_v & (rrp3_qp == s_owed_qpn))) | (rrp4_v & (rrp4_qp == s_owed_qpn))) | (rrp5_v & (rrp5_qp == s_owed_qpn))) | (rrp6_v & (rrp6_qp == s_owed_qpn))) | (rrp7_v & (rrp7_qp == s_owed_qpn))) | (rrp8_v & (rrp8_qp == s_owed_qpn))) | (rrp9_v & (rrp9_qp == s_owed_qpn))) | (rrp10_v & (rrp10_qp == s_owed_qpn))) | (rrp11_v & (rrp11_qp == s_owed_qpn))) | (rrp12_v & (rrp12_qp == s_owed_qpn))) | (rrp13_v & (rrp13_qp == s_owed_qpn))) | (rrp14_v & (rrp14_qp == s_owed_qpn))) | (rrp15_v & (rrp15_qp == s_owed_qpn))) | ((rsp_mode & (cur_qp == s_owed_qpn)) & ~(((in_state0 | in_state1) | in_state2) | in_state3))) | ((cpl_v & cpl_rrd_q) & (cpl_qpn_q == s_owed_qpn))) | (((4'h0 < cq_count) & cq0_rrd) & (cq0_qpn == s_owed_qpn))) | (((4'h1 < cq_count) & cq1_rrd) & (cq1_qpn == s_owed_qpn))) | (((4'h2 < cq_count) & cq2_rrd) & (cq2_qpn == s_owed_qpn))) | (((4'h3 < cq_count) & cq3_rrd) & (cq3_qpn == s_owed_qpn))) | (((4'h4 < cq_count) & cq4_rrd) & (cq4_qpn == s_owed_qpn))) | (((4'h5 < cq_count) & cq5_rrd) & (cq5_qpn == s_owed_qpn))) | (((4'h6 < cq_count) & cq6_rrd) & (cq6_qpn == s_owed_qpn))) | (((4'h7 < cq_count) & cq7_rrd) & (cq7_qpn == s_owed_qpn));
     assign stat_dma_err = dma_err_q;
     assign op_is_send = ~(((((op_write | op_read) | op_mop) | ret_or_flush) | prot) | term_mode);
     assign read_started = read_sent & ~ret_or_flush;
@@ -10365,6 +10387,7 @@ module card_tx_w512 (
         s_rdone_stag,
         s_rdone_to,
         s_rdone_len,
+        qp_closed_rd[1],
         wqe_hdr[15:12],
         wqe_hdr[23:20],
         wqe_hdr[31:29],
@@ -10434,6 +10457,18 @@ module card_tx_w512 (
         end else begin
             term_fault_raised <= (term_fault_raised | term_fault_go) & ~(cmd_sel_term & cmd_go);
         end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            qp_closed_pend <= 1'h0;
+        end else begin
+            qp_closed_pend <= (s_closed_valid | qp_closed_pend) & (qp_closed_clear | (qp_closed_pend & s_closed_valid));
+        end
+    end
+
+    always @(posedge clk) begin
+        qp_closed_pend_qp <= (qp_closed_pend & s_closed_valid) ? s_closed_qpn : qp_closed_set_qp;
     end
 
     always @(posedge clk) begin
@@ -11095,6 +11130,12 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (in_state2) begin
+            cur_closed <= qp_closed_rd[0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
             cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
         end
     end
@@ -11137,7 +11178,15 @@ module card_tx_w512 (
         if (rst) begin
             rsp_drop <= 1'h0;
         end else if (fetch_go) begin
-            rsp_drop <= rsp_go & cur_error;
+            rsp_drop <= rsp_go & (cur_error | cur_closed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rsp_keep_ird <= 1'h0;
+        end else if (fetch_go) begin
+            rsp_keep_ird <= (rsp_go & cur_closed) & ~cur_error;
         end
     end
 
@@ -12134,7 +12183,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_rrd <= cq0_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
+        cq0_rrd <= cq0_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
     end
 
     always @(posedge clk) begin
@@ -12198,7 +12247,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_rrd <= cq1_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
+        cq1_rrd <= cq1_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
     end
 
     always @(posedge clk) begin
@@ -12262,7 +12311,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_rrd <= cq2_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
+        cq2_rrd <= cq2_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
     end
 
     always @(posedge clk) begin
@@ -12326,7 +12375,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_rrd <= cq3_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
+        cq3_rrd <= cq3_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
     end
 
     always @(posedge clk) begin
@@ -12390,7 +12439,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_rrd <= cq4_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
+        cq4_rrd <= cq4_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
     end
 
     always @(posedge clk) begin
@@ -12454,7 +12503,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_rrd <= cq5_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
+        cq5_rrd <= cq5_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
     end
 
     always @(posedge clk) begin
@@ -12518,7 +12567,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_rrd <= cq6_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
+        cq6_rrd <= cq6_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
     end
 
     always @(posedge clk) begin
@@ -12582,7 +12631,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_rrd <= cq7_push ? (pub_go ? 1'h0 : rsp_mode) : cq7_rrd;
+        cq7_rrd <= cq7_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : cq7_rrd;
     end
 
     always @(posedge clk) begin
@@ -12747,6 +12796,14 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            cpl_rrd_q <= 1'h0;
+        end else if (cpl_load) begin
+            cpl_rrd_q <= cq0_rrd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             dma_err_q <= 1'h0;
         end else if ((wr_done_valid & wr_done_err) | (rd_tvalid & rd_terr)) begin
             dma_err_q <= 1'h1;
@@ -12797,6 +12854,14 @@ module card_tx_w512 (
             qp_state_e[qp_state_wa] <= qp_state_wd;
         end
         qp_state_e_rd <= qp_state_e[ctx_rd_addr];
+    end
+
+    // qp_closed: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (qp_closed_clear | qp_closed_set) begin
+            qp_closed[qp_closed_clear ? cmd_num : qp_closed_set_qp] <= {1'h0, ~qp_closed_clear};
+        end
+        qp_closed_rd <= qp_closed[ctx_rd_addr];
     end
 
     // term: synchronous write, synchronous read (block RAM)

@@ -75,7 +75,11 @@
 -- reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's
 -- Terminate is sent and its Read Requests dropped, they complete as on a live
 -- QP (the card model completes a Read as its response's last segment is
--- placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
+-- placed); DESTROY frees a QP in error; CLOSE is taken without effect here
+-- (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read
+-- Response, from the pool, the engine or a record not yet taken, and reports
+-- CLOSED on s_closed, after which the QP's Read Requests are dropped with
+-- their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE
 -- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
 -- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
 -- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
@@ -110,7 +114,7 @@ entity card_tx_w64 is
         rst : in  std_logic;                 -- synchronous reset, active high
         s_qp_valid : in  std_logic;          -- a QP command (card_regs qp_cmd)
         s_qp_ready : out std_logic;
-        s_qp_op : in  std_logic_vector(3 downto 0); -- QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect
+        s_qp_op : in  std_logic_vector(3 downto 0); -- QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect (card_stat's; s_closed)
         s_qp_num : in  std_logic_vector(9 downto 0); -- QP number
         s_qp_sq_base : in  std_logic_vector(63 downto 0); -- staged: SQ ring address (aligned to its size)
         s_qp_sq_log : in  std_logic_vector(4 downto 0); -- staged: log2 of the SQ's basic blocks (0..16)
@@ -257,7 +261,11 @@ entity card_tx_w64 is
         m_axi_bid : in  std_logic_vector(3 downto 0); -- not checked
         m_axi_bresp : in  std_logic_vector(1 downto 0); -- bit 1 set: SLVERR or DECERR
         m_axi_bvalid : in  std_logic;
-        m_axi_bready : out std_logic
+        m_axi_bready : out std_logic;
+        s_closed_valid : in  std_logic;      -- pulse: card_stat found the QP CLOSED (m_done with m_done_closed): its Read Requests are no longer answered (dropped, IRD entry kept, as the card model's CLOSED QP sends nothing)
+        s_closed_qpn : in  std_logic_vector(9 downto 0);
+        s_owed_qpn : in  std_logic_vector(9 downto 0); -- card_stat's question (m_owed_qpn): does this QP owe a Read Response?
+        m_owed : out std_logic               -- s_owed_qpn owes a Read Response
     );
 end entity card_tx_w64;
 
@@ -335,6 +343,12 @@ architecture rtl of card_tx_w64 is
     signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_to_error : std_logic;          -- ERROR on a live QP
+    signal qp_closed_clear : std_logic;      -- CREATE: the QP is not CLOSED
+    signal qp_closed_pend : std_logic := '0'; -- a CLOSED report waits for a cycle without CREATE
+    signal qp_closed_pend_qp : std_logic_vector(9 downto 0);
+    signal qp_closed_set : std_logic;
+    signal qp_closed_set_qp : std_logic_vector(9 downto 0);
+    signal qp_closed_rd : std_logic_vector(1 downto 0); -- read data of qp_closed
     signal term_new : std_logic;             -- a Terminate record puts its QP in error
     signal prot_term : std_logic;            -- the engine's WQE failed its lkey check or memory operation (a Local Catastrophic Terminate), or a Read Response its source check (the revoked source's Terminate)
     signal eng_term_cause : std_logic_vector(15 downto 0); -- the engine's Terminate's cause
@@ -604,6 +618,7 @@ architecture rtl of card_tx_w64 is
     signal cur_state : std_logic_vector(1 downto 0); -- the QP's state (0 none, 1 live, 2 error)
     signal cur_live : std_logic;
     signal cur_error : std_logic;
+    signal cur_closed : std_logic;           -- the QP is CLOSED: its Read Requests are dropped
     signal wqe_hdr : std_logic_vector(255 downto 0); -- the WQE's header
     signal h_opcode : std_logic_vector(7 downto 0);
     signal h_signaled : std_logic;
@@ -671,7 +686,8 @@ architecture rtl of card_tx_w64 is
     signal term_payload : std_logic_vector(511 downto 0); -- the Terminate's DDP payload, byte 0 in bits 7:0
     signal term_len : std_logic_vector(15 downto 0); -- its length
     signal rsp_mode : std_logic := '0';      -- the engine answers a Read Request
-    signal rsp_drop : std_logic := '0';      -- ... of a QP in error: it is dropped
+    signal rsp_drop : std_logic := '0';      -- ... of a QP in error or CLOSED: it is dropped
+    signal rsp_keep_ird : std_logic := '0';  -- ... of a CLOSED QP: its IRD entry stays taken (the model's CLOSED QP keeps the request)
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
     signal ret_flush_mode : std_logic := '0'; -- ... with WR_FLUSH_ERR: the stream ended
     signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
@@ -1255,6 +1271,7 @@ architecture rtl of card_tx_w64 is
     signal ab_beyond : std_logic;            -- the head record would publish aborted FPDUs
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_term_q : std_logic := '0';
+    signal cpl_rrd_q : std_logic := '0';     -- the record out is a Read Response's last
     signal dma_err_q : std_logic := '0';
     signal op_is_send : std_logic;           -- a Send that was sent takes an MSN
     signal read_started : std_logic;         -- a Read Request went out
@@ -1294,6 +1311,8 @@ architecture rtl of card_tx_w64 is
     signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
     type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
+    type qp_closed_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal qp_closed : qp_closed_t;          -- bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
     type term_t is array (0 to 1023) of std_logic_vector(400 downto 0);
     signal term : term_t;                    -- the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
@@ -1354,6 +1373,9 @@ begin
     qp_state_wa <= mux(prot_err, cur_qp, cmd_num);
     qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    qp_closed_clear <= cmd_go and b2l(cmd_op = x"1");
+    qp_closed_set <= qp_closed_pend or s_closed_valid;
+    qp_closed_set_qp <= mux(qp_closed_pend, qp_closed_pend_qp, s_closed_qpn);
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
     term_ev_set <= term_new or prot_term;
     gf_ev <= gf_ev_pend and (not term_ev_v);
@@ -7736,8 +7758,8 @@ begin
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
     term_go <= (in_state3 and cur_error) and term_pend_cur;
-    rsp_ready <= ((in_state3 and rreq_pending) and (not term_go)) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
-    rsp_go <= rsp_ready and (cur_error or (not term_ev_v));
+    rsp_ready <= ((in_state3 and rreq_pending) and (not term_go)) and ((cur_error or cur_closed) or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
+    rsp_go <= rsp_ready and ((cur_error or cur_closed) or (not term_ev_v));
     wqe_ready <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
     qtight_qp <= cur_cq;
     qtight_1h <= std_logic_vector'(
@@ -9239,6 +9261,7 @@ begin
     ab_beyond <= (ab_v and b2l(cq0_qpn = ab_qp)) and ab_diff(31);
     m_cpl_txs_pi <= cpl_txs_pi_q;
     m_cpl_term <= cpl_term_q;
+    m_owed <= ((((((((((((((((((((((((('0' or (rrp0_v and b2l(rrp0_qp = s_owed_qpn))) or (rrp1_v and b2l(rrp1_qp = s_owed_qpn))) or (rrp2_v and b2l(rrp2_qp = s_owed_qpn))) or (rrp3_v and b2l(rrp3_qp = s_owed_qpn))) or (rrp4_v and b2l(rrp4_qp = s_owed_qpn))) or (rrp5_v and b2l(rrp5_qp = s_owed_qpn))) or (rrp6_v and b2l(rrp6_qp = s_owed_qpn))) or (rrp7_v and b2l(rrp7_qp = s_owed_qpn))) or (rrp8_v and b2l(rrp8_qp = s_owed_qpn))) or (rrp9_v and b2l(rrp9_qp = s_owed_qpn))) or (rrp10_v and b2l(rrp10_qp = s_owed_qpn))) or (rrp11_v and b2l(rrp11_qp = s_owed_qpn))) or (rrp12_v and b2l(rrp12_qp = s_owed_qpn))) or (rrp13_v and b2l(rrp13_qp = s_owed_qpn))) or (rrp14_v and b2l(rrp14_qp = s_owed_qpn))) or (rrp15_v and b2l(rrp15_qp = s_owed_qpn))) or ((rsp_mode and b2l(cur_qp = s_owed_qpn)) and (not (((in_state0 or in_state1) or in_state2) or in_state3)))) or ((cpl_v and cpl_rrd_q) and b2l(cpl_qpn_q = s_owed_qpn))) or ((b2l(unsigned'(x"0") < unsigned(cq_count)) and cq0_rrd) and b2l(cq0_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"1") < unsigned(cq_count)) and cq1_rrd) and b2l(cq1_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"2") < unsigned(cq_count)) and cq2_rrd) and b2l(cq2_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"3") < unsigned(cq_count)) and cq3_rrd) and b2l(cq3_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"4") < unsigned(cq_count)) and cq4_rrd) and b2l(cq4_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"5") < unsigned(cq_count)) and cq5_rrd) and b2l(cq5_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"6") < unsigned(cq_count)) and cq6_rrd) and b2l(cq6_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"7") < unsigned(cq_count)) and cq7_rrd) and b2l(cq7_qpn = s_owed_qpn));
     stat_dma_err <= dma_err_q;
     op_is_send <= not (((((op_write or op_read) or op_mop) or ret_or_flush) or prot) or term_mode);
     read_started <= read_sent and (not ret_or_flush);
@@ -10336,6 +10359,7 @@ begin
         s_rdone_stag &
         s_rdone_to &
         s_rdone_len &
+        qp_closed_rd(1) &
         wqe_hdr(15 downto 12) &
         wqe_hdr(23 downto 20) &
         wqe_hdr(31 downto 29) &
@@ -10415,6 +10439,24 @@ begin
             else
                 term_fault_raised <= (term_fault_raised or term_fault_go) and (not (cmd_sel_term and cmd_go));
             end if;
+        end if;
+    end process;
+
+    qp_closed_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                qp_closed_pend <= '0';
+            else
+                qp_closed_pend <= (s_closed_valid or qp_closed_pend) and (qp_closed_clear or (qp_closed_pend and s_closed_valid));
+            end if;
+        end if;
+    end process;
+
+    qp_closed_pend_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qp_closed_pend_qp <= mux(qp_closed_pend and s_closed_valid, s_closed_qpn, qp_closed_set_qp);
         end if;
     end process;
 
@@ -11381,6 +11423,15 @@ begin
         end if;
     end process;
 
+    cur_closed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_closed <= qp_closed_rd(0);
+            end if;
+        end if;
+    end process;
+
     cur_rdone_used_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11445,7 +11496,18 @@ begin
             if rst = '1' then
                 rsp_drop <= '0';
             elsif fetch_go = '1' then
-                rsp_drop <= rsp_go and cur_error;
+                rsp_drop <= rsp_go and (cur_error or cur_closed);
+            end if;
+        end if;
+    end process;
+
+    rsp_keep_ird_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rsp_keep_ird <= '0';
+            elsif fetch_go = '1' then
+                rsp_keep_ird <= (rsp_go and cur_closed) and (not cur_error);
             end if;
         end if;
     end process;
@@ -12964,7 +13026,7 @@ begin
     cq0_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_rrd <= mux(cq0_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
+            cq0_rrd <= mux(cq0_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
         end if;
     end process;
 
@@ -13076,7 +13138,7 @@ begin
     cq1_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_rrd <= mux(cq1_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
+            cq1_rrd <= mux(cq1_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
         end if;
     end process;
 
@@ -13188,7 +13250,7 @@ begin
     cq2_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_rrd <= mux(cq2_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
+            cq2_rrd <= mux(cq2_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
         end if;
     end process;
 
@@ -13300,7 +13362,7 @@ begin
     cq3_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_rrd <= mux(cq3_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
+            cq3_rrd <= mux(cq3_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
         end if;
     end process;
 
@@ -13412,7 +13474,7 @@ begin
     cq4_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_rrd <= mux(cq4_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
+            cq4_rrd <= mux(cq4_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
         end if;
     end process;
 
@@ -13524,7 +13586,7 @@ begin
     cq5_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_rrd <= mux(cq5_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
+            cq5_rrd <= mux(cq5_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
         end if;
     end process;
 
@@ -13636,7 +13698,7 @@ begin
     cq6_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_rrd <= mux(cq6_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
+            cq6_rrd <= mux(cq6_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
         end if;
     end process;
 
@@ -13748,7 +13810,7 @@ begin
     cq7_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_rrd <= mux(cq7_push, mux(pub_go, '0', rsp_mode), cq7_rrd);
+            cq7_rrd <= mux(cq7_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), cq7_rrd);
         end if;
     end process;
 
@@ -13978,6 +14040,17 @@ begin
         end if;
     end process;
 
+    cpl_rrd_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_rrd_q <= '0';
+            elsif cpl_load = '1' then
+                cpl_rrd_q <= cq0_rrd;
+            end if;
+        end if;
+    end process;
+
     dma_err_q_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -14050,6 +14123,17 @@ begin
                 qp_state_e(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
             end if;
             qp_state_e_rd <= qp_state_e(to_integer(unsigned(ctx_rd_addr)));
+        end if;
+    end process;
+
+    -- qp_closed: synchronous write, synchronous read (block RAM)
+    qp_closed_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (qp_closed_clear or qp_closed_set) = '1' then
+                qp_closed(to_integer(unsigned(mux(qp_closed_clear, cmd_num, qp_closed_set_qp)))) <= std_logic_vector'('0' & (not qp_closed_clear));
+            end if;
+            qp_closed_rd <= qp_closed(to_integer(unsigned(ctx_rd_addr)));
         end if;
     end process;
 

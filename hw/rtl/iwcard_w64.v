@@ -264,6 +264,7 @@ module iwcard_w64 (
     wire           tx_m_axi_wlast;
     wire           tx_m_axi_wvalid;
     wire           tx_m_axi_bready;
+    wire           tx_m_owed;
     wire           rx_qp_cmd_ready;
     wire           rx_s_db_ready;
     wire [63:0]    rx_m_ulp_tdata;
@@ -480,8 +481,10 @@ module iwcard_w64 (
     wire [63:0]    st_m_fault_addr;
     wire           st_fatal;
     wire           st_busy;
+    wire [9:0]     st_m_owed_qpn;
     wire           st_m_done_valid;
     wire [9:0]     st_m_done_qpn;
+    wire           st_m_done_closed;
     wire [3:0]     st_m_axi_awid;
     wire [63:0]    st_m_axi_awaddr;
     wire [7:0]     st_m_axi_awlen;
@@ -1292,7 +1295,11 @@ module iwcard_w64 (
         .m_axi_bid(wrm_s0_axi_bid[3:0]),
         .m_axi_bresp(wrm_s0_axi_bresp),
         .m_axi_bvalid(wrm_s0_axi_bvalid),
-        .m_axi_bready(tx_m_axi_bready)
+        .m_axi_bready(tx_m_axi_bready),
+        .s_closed_valid(st_m_done_valid & st_m_done_closed),
+        .s_closed_qpn(st_m_done_qpn),
+        .s_owed_qpn(st_m_owed_qpn),
+        .m_owed(tx_m_owed)
     );
 
     card_rx_w64 rx (
@@ -1664,8 +1671,11 @@ module iwcard_w64 (
         .m_fault_addr(st_m_fault_addr),
         .fatal(st_fatal),
         .busy(st_busy),
+        .m_owed_qpn(st_m_owed_qpn),
+        .s_owed(tx_m_owed | (rx_m_rreq_valid & (rx_m_rreq_qpn == st_m_owed_qpn))),
         .m_done_valid(st_m_done_valid),
         .m_done_qpn(st_m_done_qpn),
+        .m_done_closed(st_m_done_closed),
         .m_axi_awid(st_m_axi_awid),
         .m_axi_awaddr(st_m_axi_awaddr),
         .m_axi_awlen(st_m_axi_awlen),

@@ -295,6 +295,7 @@ architecture rtl of iwcard_w64 is
     signal tx_m_axi_wlast : std_logic;
     signal tx_m_axi_wvalid : std_logic;
     signal tx_m_axi_bready : std_logic;
+    signal tx_m_owed : std_logic;
     signal rx_qp_cmd_ready : std_logic;
     signal rx_s_db_ready : std_logic;
     signal rx_m_ulp_tdata : std_logic_vector(63 downto 0);
@@ -511,8 +512,10 @@ architecture rtl of iwcard_w64 is
     signal st_m_fault_addr : std_logic_vector(63 downto 0);
     signal st_fatal : std_logic;
     signal st_busy : std_logic;
+    signal st_m_owed_qpn : std_logic_vector(9 downto 0);
     signal st_m_done_valid : std_logic;
     signal st_m_done_qpn : std_logic_vector(9 downto 0);
+    signal st_m_done_closed : std_logic;
     signal st_m_axi_awid : std_logic_vector(3 downto 0);
     signal st_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal st_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -1424,7 +1427,11 @@ begin
             m_axi_bid => wrm_s0_axi_bid(3 downto 0),
             m_axi_bresp => wrm_s0_axi_bresp,
             m_axi_bvalid => wrm_s0_axi_bvalid,
-            m_axi_bready => tx_m_axi_bready
+            m_axi_bready => tx_m_axi_bready,
+            s_closed_valid => st_m_done_valid and st_m_done_closed,
+            s_closed_qpn => st_m_done_qpn,
+            s_owed_qpn => st_m_owed_qpn,
+            m_owed => tx_m_owed
         );
 
     rx : entity work.card_rx_w64
@@ -1799,8 +1806,11 @@ begin
             m_fault_addr => st_m_fault_addr,
             fatal => st_fatal,
             busy => st_busy,
+            m_owed_qpn => st_m_owed_qpn,
+            s_owed => tx_m_owed or (rx_m_rreq_valid and b2l(rx_m_rreq_qpn = st_m_owed_qpn)),
             m_done_valid => st_m_done_valid,
             m_done_qpn => st_m_done_qpn,
+            m_done_closed => st_m_done_closed,
             m_axi_awid => st_m_axi_awid,
             m_axi_awaddr => st_m_axi_awaddr,
             m_axi_awlen => st_m_axi_awlen,

@@ -58,7 +58,8 @@ type cardStatCyclePorts struct {
 	evV, evT, evQPN, evInfo, evStop           Port
 	endV, endQPN, endLost                     Port
 	fltV, fltQPN, fltAddr, fatal, busy        Port
-	doneV, doneQPN                            Port
+	doneV, doneQPN, doneClosed                Port
+	owed, owedQPN                             Port
 	axiWrPorts
 }
 
@@ -88,6 +89,7 @@ func lookupCardStatCyclePorts(l Layout) (cardStatCyclePorts, error) {
 	p.endV, p.endQPN, p.endLost = s.out("m_end_valid"), s.out("m_end_qpn"), s.out("m_end_lost")
 	p.fltV, p.fltQPN, p.fltAddr = s.out("m_fault_valid"), s.out("m_fault_qpn"), s.out("m_fault_addr")
 	p.fatal, p.busy, p.doneV, p.doneQPN = s.out("fatal"), s.out("busy"), s.out("m_done_valid"), s.out("m_done_qpn")
+	p.doneClosed, p.owed, p.owedQPN = s.out("m_done_closed"), s.in("s_owed"), s.out("m_owed_qpn")
 	p.axiWrPorts = s.axiWr()
 	return p, s.err
 }
@@ -110,6 +112,7 @@ func (p *cardStatCyclePorts) get(in []uint32, x *cycle.CardStatIn) {
 		Status: uint8(g(p.rcSt)), ByteLen: uint32(g(p.rcLen)), InvSTag: uint32(g(p.rcInv)), Solicited: t(p.rcSol), Invalidated: t(p.rcInvd), Silent: t(p.rcSil)}
 	x.CplReady, x.EvReady, x.EndReady = t(p.cplR), t(p.evR), t(p.endR)
 	x.AWReady, x.WReady, x.BValid, x.BResp = t(p.awR), t(p.wR), t(p.bV), uint8(g(p.bResp))
+	x.Owed = t(p.owed)
 }
 
 // set writes every input of a cycle from x but the AXI slave's (AXIHost
@@ -212,6 +215,8 @@ func (a *cardStatModel) Step(in, out []uint32) {
 	p.busy.Set(out, b2u(o.Busy))
 	p.doneV.Set(out, b2u(o.DoneValid))
 	p.doneQPN.Set(out, uint64(o.DoneQPN))
+	p.doneClosed.Set(out, b2u(o.DoneClosed))
+	p.owedQPN.Set(out, uint64(o.OwedQPN))
 	p.axiWrPorts.set(out, &o.AXIWr)
 }
 
@@ -290,16 +295,16 @@ type cardStatCycleDriver struct {
 	Err error
 
 	// Counts for the test.
-	Resets, Writes, Refused             uint64
-	Cmds                                map[cs.QPOp]uint64
-	DBs                                 map[cs.DBKind]uint64
-	Tx, TxCQE, TxTerm, Rx, RxErr        uint64
-	Rc, RcSilent, TakenStopped          uint64
-	Cpls, Ends, EndsLost, Faults, Dones uint64
-	Events                              map[cs.EQEType]uint64
-	QPErrs                              map[cs.QPErr]uint64
-	Offered, Held                       uint64 // cycles with a record offered; ... and none taken
-	CplWait, EvWait                     uint64 // cycles a completion or an event waits for its ready
+	Resets, Writes, Refused                     uint64
+	Cmds                                        map[cs.QPOp]uint64
+	DBs                                         map[cs.DBKind]uint64
+	Tx, TxCQE, TxTerm, Rx, RxErr                uint64
+	Rc, RcSilent, TakenStopped                  uint64
+	Cpls, Ends, EndsLost, Faults, Dones, Closed uint64
+	Events                                      map[cs.EQEType]uint64
+	QPErrs                                      map[cs.QPErr]uint64
+	Offered, Held                               uint64 // cycles with a record offered; ... and none taken
+	CplWait, EvWait                             uint64 // cycles a completion or an event waits for its ready
 }
 
 func newCardStatCycleDriver(l Layout, seed uint64) (*cardStatCycleDriver, error) {
@@ -531,6 +536,7 @@ func (d *cardStatCycleDriver) Next(in []uint32) {
 	d.scramble()
 	x.CplReady, x.EvReady, x.EndReady = r.Chance(d.cplP), r.Chance(d.evP), r.Chance(d.endP)
 	d.p.set(in, x)
+	d.p.owed.Set(in, b2u(r.IntN(3) == 0)) // card_tx's answer: a QP owes a Read Response one time in three
 	d.host.Drive(in)
 	if d.p.bV.Get(in) == 0 {
 		d.p.bID.Set(in, uint64(r.IntN(16))) // junk while no response is offered
@@ -617,6 +623,7 @@ func (d *cardStatCycleDriver) Observe(in, out []uint32) {
 		d.Faults++
 	}
 	d.Dones += p.doneV.Get(out)
+	d.Closed += p.doneClosed.Get(out)
 	// A stopped card stays so until reset: reset it a while later.
 	if stopped && !d.fatalSeen {
 		d.fatalSeen = true

@@ -66,6 +66,7 @@ func TestCardStatCycleCosim(t *testing.T) {
 			assert.Positive(t, drv.EndsLost, "stream-end records of RX_LOST")
 			assert.Greater(t, drv.TakenStopped, n/10, "updates taken on a stopped card")
 			assert.Greater(t, drv.Dones, n, "QPs reported CLOSED or ERROR")
+			assert.Positive(t, drv.Closed, "QPs reported CLOSED")
 			assert.Greater(t, drv.Resets, n/100, "resets")
 			assert.Greater(t, drv.Held, drv.Offered/20, "cycles a record waits")
 			assert.Greater(t, drv.CplWait, n, "cycles a completion waits")

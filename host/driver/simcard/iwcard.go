@@ -3,6 +3,7 @@ package simcard
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/openiwarp/openiwarp/host/driver"
@@ -86,9 +87,24 @@ type Totals struct {
 	Mismatches uint64 // disagreements
 }
 
-// processTotals are the running sums behind ProcessTotals.
+// processTotals are the running sums behind ProcessTotals, and the
+// first disagreements behind ProcessMismatches.
 type processTotals struct {
 	cycles, checked, bytes, mismatches atomic.Uint64
+
+	mu       sync.Mutex
+	reported []*MismatchError // the first maxProcessReported, in the order found
+}
+
+const maxProcessReported = 256
+
+// ProcessMismatches are the first disagreements (256 at most) reported
+// by any sim card of the process, in the order found: what a test that
+// sees Totals.Mismatches move can log, whichever QP it ended.
+func ProcessMismatches() []*MismatchError {
+	totals.mu.Lock()
+	defer totals.mu.Unlock()
+	return append([]*MismatchError(nil), totals.reported...)
 }
 
 var totals processTotals

@@ -89,6 +89,9 @@ type Phys struct {
 
 	totals *processTotals // the process's sums, or nil
 	added  Totals         // what this card added to them
+	// addedReported: how many of its reported mismatches it added to the
+	// process's list.
+	addedReported int
 
 	statMu   sync.Mutex // the copies Counts and Mismatches read
 	counts   Counts
@@ -188,6 +191,16 @@ func (p *Phys) snapshot() {
 		p.added = now
 	}
 	reported := p.pair.Mismatches()
+	if t := p.totals; t != nil && len(reported) > p.addedReported {
+		t.mu.Lock()
+		for _, e := range reported[p.addedReported:] {
+			if len(t.reported) < maxProcessReported {
+				t.reported = append(t.reported, e)
+			}
+		}
+		t.mu.Unlock()
+		p.addedReported = len(reported)
+	}
 	p.statMu.Lock()
 	p.counts, p.reported = counts, reported
 	p.statMu.Unlock()

@@ -18,11 +18,18 @@ import (
 	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
 )
 
-// logTotals logs what the sim cards did since before.
+// logTotals logs what the sim cards did since before, and the
+// disagreements found since (up to the process's first 256).
 func logTotals(t *testing.T, before simcard.Totals) simcard.Totals {
 	n := simcard.ProcessTotals()
 	d := simcard.Totals{Cycles: n.Cycles - before.Cycles, Checked: n.Checked - before.Checked, Bytes: n.Bytes - before.Bytes, Mismatches: n.Mismatches - before.Mismatches}
 	t.Logf("RTL: %d cycles; %d DMA writes checked against the card model (%d stream and payload bytes); %d mismatches", d.Cycles, d.Checked, d.Bytes, d.Mismatches)
+	if d.Mismatches > 0 {
+		ms := simcard.ProcessMismatches()
+		for _, e := range ms[max(0, len(ms)-int(d.Mismatches)):] {
+			t.Logf("mismatch: %v", e)
+		}
+	}
 	return d
 }
 

@@ -50,6 +50,7 @@
     X(m_cpl_ready, 1) \
     X(m_ev_ready, 1) \
     X(m_end_ready, 1) \
+    X(s_owed, 1) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -89,8 +90,10 @@
     X(m_fault_addr, 64) \
     X(fatal, 1) \
     X(busy, 1) \
+    X(m_owed_qpn, 10) \
     X(m_done_valid, 1) \
     X(m_done_qpn, 10) \
+    X(m_done_closed, 1) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \
     X(m_axi_awlen, 8) \

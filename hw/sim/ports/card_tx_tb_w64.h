@@ -72,6 +72,9 @@
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(s_closed_valid, 1) \
+    X(s_closed_qpn, 10) \
+    X(s_owed_qpn, 10) \
     X(s_axis_tdata, 64) \
     X(s_axis_tkeep, 8) \
     X(s_axis_tvalid, 1) \
@@ -169,6 +172,7 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(m_owed, 1) \
     X(s_axis_tready, 1) \
     X(init_done, 1) \
     X(m_dma_addr, 64) \

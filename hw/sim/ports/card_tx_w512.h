@@ -81,6 +81,9 @@
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(s_closed_valid, 1) \
+    X(s_closed_qpn, 10) \
+    X(s_owed_qpn, 10) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -161,5 +164,6 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(m_owed, 1) \
     /* end */
 
