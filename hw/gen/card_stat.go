@@ -303,7 +303,7 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(m.Output("m_done_valid", 1, "pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)"),
 		And(sCalc, Or(closed, toErr, termErr, rxFail)))
 	m.Assign(m.Output("m_done_qpn", QB, ""), gate(sCalc, opQPN))
-	m.Assign(m.Output("m_done_closed", 1, "with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)"), And(sCalc, closed))
+	m.Assign(m.Output("m_done_closed", 1, "pulse (with m_done_valid and m_done_qpn): the QP reached CLOSED (card_tx answers its Read Requests no more)"), And(sCalc, closed))
 	m.Drive(sRead, big.NewInt(0), doCtx, nil)
 	m.Drive(sCalc, big.NewInt(0), sRead, nil)
 	m.Drive(sBeat, big.NewInt(0), Or(calcWrites, And(sBeat, Not(dataDone))), nil)

@@ -417,7 +417,7 @@ func CardTop(width int) (*Module, error) {
 	// or card_rx's record on its way to card_tx), and tells card_tx when
 	// the QP is CLOSED.
 	txIn["s_owed_qpn"] = o("st", "m_owed_qpn")
-	txIn["s_closed_valid"] = And(o("st", "m_done_valid"), o("st", "m_done_closed"))
+	txIn["s_closed_valid"] = o("st", "m_done_closed")
 	txIn["s_closed_qpn"] = o("st", "m_done_qpn")
 	// The receive errors to the Terminate sender, one record at a time
 	// (heldPriority, in this order): card_rx's untagged ones (m_rxterm),

@@ -107,7 +107,7 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV
 	setV := m.WireOf("qp_closed_set", Or(pendV, closedV), "")
 	setQP := m.WireOf("qp_closed_set_qp", Sel(pendV, pendQP, closedQP), "")
 	m.Drive(pendV, big.NewInt(0), And(Or(closedV, pendV), Or(create, And(pendV, closedV))), nil)
-	m.Drive(pendQP, nil, Sel(And(pendV, closedV), closedQP, setQP), nil)
+	m.Drive(pendQP, nil, closedQP, closedV) // a new report is the one left over, if any is
 	closed := m.Mem("qp_closed", 2, CardTxQPs, Or(create, setV), Sel(create, qpn, setQP), Cat(C(1, 0), Not(create)), nil, engAddr,
 		"bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered")
 	return txQPStates{toErr: toErr, eng: eng, closed: closed}

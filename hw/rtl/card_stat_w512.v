@@ -146,7 +146,7 @@ module card_stat_w512 (
     input  wire           s_owed,            // the QP of m_owed_qpn owes a Read Response (card_tx's pool, engine, records; card_rx's record on its way)
     output wire           m_done_valid,      // pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
     output wire [9:0]     m_done_qpn,
-    output wire           m_done_closed,     // with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)
+    output wire           m_done_closed,     // pulse (with m_done_valid and m_done_qpn): the QP reached CLOSED (card_tx answers its Read Requests no more)
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,

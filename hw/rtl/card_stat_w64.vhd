@@ -148,7 +148,7 @@ entity card_stat_w64 is
         s_owed : in  std_logic;              -- the QP of m_owed_qpn owes a Read Response (card_tx's pool, engine, records; card_rx's record on its way)
         m_done_valid : out std_logic;        -- pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
         m_done_qpn : out std_logic_vector(9 downto 0);
-        m_done_closed : out std_logic;       -- with m_done_valid: the QP reached CLOSED (card_tx answers its Read Requests no more)
+        m_done_closed : out std_logic;       -- pulse (with m_done_valid and m_done_qpn): the QP reached CLOSED (card_tx answers its Read Requests no more)
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);

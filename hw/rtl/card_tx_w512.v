@@ -10468,7 +10468,9 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qp_closed_pend_qp <= (qp_closed_pend & s_closed_valid) ? s_closed_qpn : qp_closed_set_qp;
+        if (s_closed_valid) begin
+            qp_closed_pend_qp <= s_closed_qpn;
+        end
     end
 
     always @(posedge clk) begin

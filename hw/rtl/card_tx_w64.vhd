@@ -10456,7 +10456,9 @@ begin
     qp_closed_pend_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qp_closed_pend_qp <= mux(qp_closed_pend and s_closed_valid, s_closed_qpn, qp_closed_set_qp);
+            if s_closed_valid = '1' then
+                qp_closed_pend_qp <= s_closed_qpn;
+            end if;
         end if;
     end process;
 

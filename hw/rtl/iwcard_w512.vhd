@@ -1428,7 +1428,7 @@ begin
             m_axi_bresp => wrm_s0_axi_bresp,
             m_axi_bvalid => wrm_s0_axi_bvalid,
             m_axi_bready => tx_m_axi_bready,
-            s_closed_valid => st_m_done_valid and st_m_done_closed,
+            s_closed_valid => st_m_done_closed,
             s_closed_qpn => st_m_done_qpn,
             s_owed_qpn => st_m_owed_qpn,
             m_owed => tx_m_owed
