@@ -313,16 +313,19 @@ func (p *Pair) simFailed(err error) bool {
 
 // orderSensitive: a register write whose effect depends on how far the
 // card has got with the work it was given before (a command, the STag
-// table, a lost connection), unlike the doorbells that only hand it more
-// work or room. The model, which runs to idle at every write, takes it
-// after all of that work; the device must too, or the two would answer
-// different questions.
+// table, the end of the peer's stream), unlike the doorbells that only
+// hand it more work or room. The model, which runs to idle at every
+// write, takes it after all of that work; the device must too, or the two
+// would answer different questions. RX_FIN is one: the stream end flushes
+// the Reads outstanding when it is taken, so a Read posted before it that
+// the device has not started yet would be flushed by the model and left
+// outstanding (until the driver's ERROR) by the device.
 func orderSensitive(off, v uint32) bool {
 	if off < cs.CQDBBase {
 		return true
 	}
 	if off >= cs.QPDBBase && (off-cs.QPDBBase)%cs.QPDBStride == cs.QPDBStream {
-		return v>>cs.QPDBStreamRXLostShift&1 != 0
+		return v&(1<<cs.QPDBStreamRXLostShift|1<<cs.QPDBStreamRXFinShift) != 0
 	}
 	return false
 }

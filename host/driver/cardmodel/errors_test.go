@@ -201,6 +201,25 @@ func TestDMAFault(t *testing.T) {
 		t.Fatalf("TXS_PI %d, TX_CLOSED %v after a fault on the ring", st.TXSPI(), st.TXClosed())
 	}
 
+	// An FPDU that wraps round the ring, its second piece refused: TXS_PI
+	// stays at the FPDU's start (a card publishes whole FPDUs only).
+	s = newSingle(t, qpOpts{txsLog: 13, mulpdu: 4000})
+	txs = s.q.txs
+	s.q.post(sendWR{op: cs.WQEOpcodeRDMAWrite, id: 1, raddr: 0x1000, rkey: 7, sgl: []sge{{addr: s.buf, length: 7900, lkey: uint32(s.lk)}}})
+	s.d.c.Run()
+	first := len(s.q.txBytes())
+	if first < 4096 || 8192-first >= 300 {
+		t.Fatalf("the first FPDU took %d bytes of the ring", first)
+	}
+	s.h.refuse = func(addr uint64, write bool) bool { return write && addr >= txs && addr < txs+4096 }
+	s.q.post(sendWR{op: cs.WQEOpcodeRDMAWrite, id: 2, raddr: 0x1000, rkey: 7, sgl: []sge{{addr: s.buf, length: 300, lkey: uint32(s.lk)}}})
+	s.d.c.Run()
+	s.h.refuse = nil
+	wantEvents(t, s.d.events(), cs.EQETypeDMAFault, cs.EQETypeQPError)
+	if st := s.q.stat(); st.TXSPI() != uint32(first) || !st.TXClosed() {
+		t.Fatalf("TXS_PI %d (the wrapping FPDU starts at %d), TX_CLOSED %v", st.TXSPI(), first, st.TXClosed())
+	}
+
 	s = newSingle(t, qpOpts{})
 	eq := s.d.eq
 	s.h.refuse = func(addr uint64, write bool) bool { return write && addr >= eq && addr < eq+cs.EQESize<<s.d.eqLog }

@@ -560,10 +560,13 @@ func (q *qp) drain() bool {
 	if q.txSpace() < uint32(len(q.txBuf)-q.txOff) {
 		return false
 	}
+	// TXS_PI moves once every piece of the FPDU is written: a piece
+	// refused after the first (the FPDU wraps round the ring) leaves it
+	// at the FPDU's start, as a card that publishes whole FPDUs does.
+	pi := q.txsPI
 	for q.txOff < len(q.txBuf) {
-		space := q.txSpace()
-		pos := q.txsPI & (q.txsSize - 1)
-		k := min(uint32(len(q.txBuf)-q.txOff), space, q.txsSize-pos)
+		pos := pi & (q.txsSize - 1)
+		k := min(uint32(len(q.txBuf)-q.txOff), q.txsSize-pos)
 		if err := q.c.dmaWrite(WriteStream, q.n, q.txsBase+uint64(pos), q.txBuf[q.txOff:q.txOff+int(k)]); err != nil {
 			// The transmit ring cannot be written: the stream ends here,
 			// without a Terminate.
@@ -573,9 +576,10 @@ func (q *qp) drain() bool {
 			return true
 		}
 		q.txOff += int(k)
-		q.txsPI += k
-		q.dirty, work = true, true
+		pi += k
+		work = true
 	}
+	q.txsPI, q.dirty = pi, q.dirty || work
 	if q.txOff == len(q.txBuf) {
 		q.txBuf, q.txOff = q.txBuf[:0], 0
 		if w := q.txDone; w != nil {
