@@ -44,6 +44,9 @@ type CardStatTx struct {
 	ByteLen   uint32
 	TermCause uint16 // TERM_LAYER 15:12, TERM_TYPE 11:8, TERM_CODE 7:0
 	Term      bool
+	// KeepTXSPI: TXS_PI stays as it is (s_tx_keep_txs: a record of a QP
+	// whose transmit ring write was refused publishes no further).
+	KeepTXSPI bool
 }
 
 // CardStatRx is card_rx's RXS_CI record (s_rx_*); Err: the FPDU it moved
@@ -172,6 +175,7 @@ type statOp struct {
 	idx        uint16 // SQ_CI or RQ_CI
 	badDB, cut bool
 	term       bool // a Terminate's transmit record, a failed FPDU's RXS_CI record
+	keepTXSPI  bool // a transmit record that leaves TXS_PI
 	cpl        CardStatCpl
 	hasCpl     bool
 	owed       bool // the QP owes a Read Response (s_owed, at the context read)
@@ -386,7 +390,10 @@ func statUpdate(op *statOp, x statCtx) (statCtx, statResult) {
 		streamEnd()
 		txData()
 	case statTx:
-		n.txsPI, n.sqCI = op.v, op.idx
+		n.sqCI = op.idx
+		if !op.keepTXSPI {
+			n.txsPI = op.v
+		}
 		r.write = true
 		switch {
 		case op.term:
@@ -626,7 +633,7 @@ func (c *CardStat) take(in *CardStatIn, takeCmd, takeDB, takeTx, takeRx, takeRc 
 		op.kind, op.qpn, op.v = statDBKind(in.DBKind), in.DBIndex&cardStatQPMask, in.DBValue
 	case takeTx:
 		t := &in.Tx
-		op.kind, op.qpn, op.v, op.idx, op.term = statTx, t.QPN&cardStatQPMask, t.TXSPI, t.SQCI, t.Term
+		op.kind, op.qpn, op.v, op.idx, op.term, op.keepTXSPI = statTx, t.QPN&cardStatQPMask, t.TXSPI, t.SQCI, t.Term, t.KeepTXSPI
 		op.hasCpl = t.CQE
 		op.cpl = CardStatCpl{CQ: t.CQ & cardStatQPMask, QPN: op.qpn, WRID: t.WRID, Opcode: t.Opcode, Status: t.Status, ByteLen: t.ByteLen,
 			TermLayer: uint8(t.TermCause >> 12), TermType: uint8(t.TermCause >> 8 & 0xf), TermCode: uint8(t.TermCause)}

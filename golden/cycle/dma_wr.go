@@ -48,6 +48,9 @@ type DMAWrOut struct {
 	AXIWr
 	DValid, DErr bool
 	DTag         uint32
+	// DErrBurst: with DErr, the index in the request of its first burst
+	// with an error response (m_done_err_burst).
+	DErrBurst uint8
 }
 
 type dmaWrReq struct {
@@ -84,6 +87,8 @@ type DMAWr struct {
 	wStrb           uint64
 	dV, dErr, errAc bool
 	dTag            uint32
+	bIdx, errIdx    uint8 // the head burst's index in its request; the first errored one's
+	dErrBurst       uint8
 }
 
 // NewDMAWr models a dma_wr of the given configuration.
@@ -109,6 +114,7 @@ func (m *DMAWr) reset() {
 	m.wk, m.wa, m.inBurst, m.permits = 0, 0, false, 0
 	m.wV, m.wLast, m.wStrb = false, false, 0
 	m.dV, m.dErr, m.errAc, m.dTag = false, false, false, 0
+	m.bIdx, m.errIdx, m.dErrBurst = 0, 0, 0
 }
 
 // Step writes this cycle's outputs into out and takes the clock edge.
@@ -137,9 +143,9 @@ func (m *DMAWr) Step(in *DMAWrIn, out *DMAWrOut) {
 	}
 	bFree := !m.dV || in.DReady
 	out.BReady = bFree && bUsed != 0
-	out.DValid, out.DTag, out.DErr = m.dV, 0, false
+	out.DValid, out.DTag, out.DErr, out.DErrBurst = m.dV, 0, false, 0
 	if m.dV {
-		out.DTag, out.DErr = m.dTag, m.dErr
+		out.DTag, out.DErr, out.DErrBurst = m.dTag, m.dErr, m.dErrBurst
 	}
 	var h dmaWrReq
 	wHave := len(m.wq) > 0
@@ -242,10 +248,20 @@ func (m *DMAWr) Step(in *DMAWrIn, out *DMAWrOut) {
 	if in.BValid && out.BReady {
 		hb := m.bq[m.bHead&(NB-1)]
 		errNow := m.errAc || in.BResp&2 != 0
+		errIdx := m.bIdx
+		if m.errAc {
+			errIdx = m.errIdx
+		}
 		m.bHead = (m.bHead + 1) & (2*NB - 1)
 		m.errAc = !hb.last && errNow
+		m.errIdx = errIdx
+		m.bIdx++
 		if hb.last {
-			m.dV, m.dTag, m.dErr = true, hb.tag, errNow
+			m.bIdx = 0
+			m.dV, m.dTag, m.dErr, m.dErrBurst = true, hb.tag, errNow, 0
+			if errNow {
+				m.dErrBurst = errIdx
+			}
 			return
 		}
 	}

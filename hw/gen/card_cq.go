@@ -624,11 +624,14 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m.Assign(irqV, irqOut)
 	m.Assign(irqVec, gate(irqOut, irqVq))
 
-	// The dma_wr instance.
+	// The dma_wr instance. A faulted CQE or EQE is one burst: its
+	// address is the request's.
+	doneEB := m.Wire("dw_done_err_burst", DMAWrErrBurstBits(dcfg.Width), "")
+	unused = append(unused, doneEB)
 	conns := []Conn{{"clk", m.Port("clk")}, {"rst", rst},
 		{"s_req_valid", reqV}, {"s_req_ready", reqR}, {"s_req_addr", reqAddr}, {"s_req_len", reqLen}, {"s_req_tag", reqTag},
 		{"s_axis_tdata", sData}, {"s_axis_tvalid", sV}, {"s_axis_tready", sR},
-		{"m_done_valid", doneV}, {"m_done_ready", one}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}}
+		{"m_done_valid", doneV}, {"m_done_ready", one}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}, {"m_done_err_burst", doneEB}}
 	for _, p := range dma.Ports {
 		if !strings.HasPrefix(p.Name, "m_axi_") {
 			continue

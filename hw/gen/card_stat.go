@@ -83,6 +83,7 @@ func CardStat(width int) (*Module, error) {
 	txLen := m.Input("s_tx_byte_len", 32, "")
 	txTermCause := m.Input("s_tx_term_cause", 16, "the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
 	txTerm := m.Input("s_tx_term", 1, "the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)")
+	txKeep := m.Input("s_tx_keep_txs", 1, "the record leaves TXS_PI as it is (card_tx's records of a QP whose transmit ring write was refused publish no further)")
 	rxValid := m.Input("s_rx_valid", 1, "card_rx's RXS_CI (m_ci)")
 	rxReady := m.Output("s_rx_ready", 1, "")
 	rxQPN := m.Input("s_rx_qpn", QB, "")
@@ -200,6 +201,7 @@ func CardStat(width int) (*Module, error) {
 	opBadDB := m.Reg("op_bad_db", 1, nil, And(takeCmd, cmdBadDB), take, "the ERROR is a bad doorbell's")
 	opCut := m.Reg("op_cut", 1, nil, And(takeCmd, cmdCut), take, "the ERROR is a cut stream's")
 	opTerm := m.Reg("op_term", 1, nil, Or(And(takeTx, txTerm), And(takeRx, rxErr)), take, "the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's")
+	opKeep := m.Reg("op_keep_txs", 1, nil, And(takeTx, txKeep), take, "the transmit record leaves TXS_PI")
 	// The completion: {has one, Terminate cause, invalidated, solicited,
 	// inv_stag, cq, qpn, wr_id, opcode, status, byte_len}.
 	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 16 + 1
@@ -236,7 +238,7 @@ func CardStat(width int) (*Module, error) {
 	opK := m.Reg("op_k", kRXSPI+1, nil, Cat(kinds...), sRead, "the operation, one-hot")
 	isK := func(k int) Expr { return Bit(opK, k) }
 	rdIs := func(k int) Expr { return Eq(opKind, C(4, uint64(k))) }
-	pTxNe := m.Reg("p_txs_ne", 1, nil, Sel(rdIs(kTx), Ne(opV1, oldTCI), Sel(rdIs(kTXSCI), Ne(oldPI, opV1), Ne(oldPI, oldTCI))), sRead,
+	pTxNe := m.Reg("p_txs_ne", 1, nil, Sel(rdIs(kTx), Ne(Sel(opKeep, oldPI, opV1), oldTCI), Sel(rdIs(kTXSCI), Ne(oldPI, opV1), Ne(oldPI, oldTCI))), sRead,
 		"TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell")
 	pRxEq := m.Reg("p_rxs_eq", 1, nil, Sel(rdIs(kRx), Eq(opV1, oldRXSPI), Sel(rdIs(kRXSPI), Eq(oldCI, opV1), Eq(oldCI, oldRXSPI))), sRead,
 		"RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell")
@@ -265,7 +267,7 @@ func CardStat(width int) (*Module, error) {
 	termErr := m.WireOf("op_term_error", And(isK(kTx), opTerm, Or(live, inSt(4))), "card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event")
 	rxFail := m.WireOf("op_rx_error", And(isK(kRx), opTerm, live), "card_rx moved RXS_CI past a failed FPDU: ERROR, no event (the model's first ERROR record)")
 	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(inSt(3), inSt(4))), "DESTROY acts")
-	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kTx), opV1, oldPI)), "")
+	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(And(isK(kTx), Not(opKeep)), opV1, oldPI)), "")
 	newTCI := m.WireOf("new_txs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kTXSCI), opV1, oldTCI)), "")
 	armTX := m.WireOf("arm_tx", And(Not(isK(kCreate)), Or(oldArmTX, And(isK(kStream), Bit(opV1, 8)))), "ARM_TX, with this STREAM doorbell's")
 	armRX := m.WireOf("arm_rx", And(Not(isK(kCreate)), Or(oldArmRX, And(isK(kStream), Bit(opV1, 9)))), "ARM_RX, with this STREAM doorbell's")
@@ -433,10 +435,13 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(evInfo, Sel(headBad, Bits(hAddr, 31, 0), Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost),
 		Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), Sel(Eq(hCode, C(3, 7)), C(32, cardStatErrStreamCut), C(32, 0)))))))
 
+	// A status record is one burst: a fault's address is the record's.
+	doneEB := m.Wire("dw_done_err_burst", DMAWrErrBurstBits(dcfg.Width), "")
+	unused = append(unused, doneEB)
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,
 		"s_req_valid": reqV, "s_req_ready": reqR, "s_req_addr": reqAddr, "s_req_len": C(16, cardStatBytes-1), "s_req_tag": C(dcfg.TagBits, 0),
 		"s_axis_tdata": sData, "s_axis_tvalid": sV, "s_axis_tready": sR,
-		"m_done_valid": doneV, "m_done_ready": C(1, 1), "m_done_tag": doneTag, "m_done_err": doneErr})
+		"m_done_valid": doneV, "m_done_ready": C(1, 1), "m_done_tag": doneTag, "m_done_err": doneErr, "m_done_err_burst": doneEB})
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }

@@ -585,7 +585,7 @@ func CardTop(width int) (*Module, error) {
 		"s_tx_valid": txRecV[0], "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),
 		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
-		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"), "s_tx_term_cause": o("tx", "m_cpl_term_cause"),
+		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"), "s_tx_term_cause": o("tx", "m_cpl_term_cause"), "s_tx_keep_txs": o("tx", "m_cpl_keep_txs"),
 		"s_rx_valid": o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"), "s_rx_err": o("rx", "m_ci_err"),
 		"m_cpl_ready": o("cq", "s_cpl0_ready"), "m_ev_ready": o("cq", "s_ev0_ready"),
 		"m_end_ready": And(o("tx", "s_end_ready"), endGo),

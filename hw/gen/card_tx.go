@@ -115,7 +115,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error completion of dma_wr, taken only once no record can go out before more write responses) fails its QP as the card model's drain does, a write response late: the QP is dead until CREATE (its records that complete a WQE complete it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start and no Terminate sent; the FPDUs written past it are never published. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -211,6 +211,7 @@ func CardTx(width int) (*Module, error) {
 	cplSQCI := m.Output("m_cpl_sq_ci", 16, "the QP's SQ_CI after this WQE (status record)")
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
+	cplKeep := m.Output("m_cpl_keep_txs", 1, "the record leaves TXS_PI where it is: a record of a QP whose transmit ring write was refused (its WQE completes WR_FLUSH_ERR), which publishes nothing past the refused FPDU")
 	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
 	bdbValid := m.Output("m_baddb_valid", 1, "an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken")
 	bdbReady := m.Input("m_baddb_ready", 1, "")
@@ -316,7 +317,12 @@ func CardTx(width int) (*Module, error) {
 	protErr := m.Wire("prot_err", 1, "an lkey check failed: the engine puts its QP in error")
 	closedV := m.Input("s_closed_valid", 1, "pulse: card_stat found the QP CLOSED (m_done with m_done_closed): its Read Requests are no longer answered (dropped, IRD entry kept, as the card model's CLOSED QP sends nothing)")
 	closedQPN := m.Input("s_closed_qpn", QB, "")
-	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr, protErr, cur, closedV, closedQPN)
+	// A refused transmit ring write (below) puts its QP in error when no
+	// command or engine writes a state (rf_store).
+	rfStore := m.Wire("rf_store", 1, "a refused ring write's QP goes to error now, with its silent Terminate record")
+	rfQP := m.RegDecl("rf_qp", QB, "the QP of the refused ring write being stored")
+	rfStAddr := m.Wire("rf_state_addr", QB, "the QP whose state the ring-fault path reads")
+	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr, protErr, cur, closedV, closedQPN, rfStore, rfQP, rfStAddr)
 	// A Terminate record that finds its QP live: TERM_SENT now, the
 	// Terminate at the QP's next turn (a record for a QP already in error
 	// is dropped, as the model's terminate is). A Terminate received
@@ -354,22 +360,31 @@ func CardTx(width int) (*Module, error) {
 	gfEv := m.WireOf("gf_ev", And(gfPend, Not(evV)), "the payload read fault's DMA_FAULT is raised")
 	gfAddr := m.Wire("gf_addr", 64, "the faulted payload request's address")
 	wfErr := m.WireOf("wf_qp_error", And(protTerm, Or(wfR, gfR)), "the faulted WQE's QP_ERROR DMA (not TERM_SENT)")
-	evLoad := m.WireOf("term_ev_load", Or(evSet, wfEv, fltGo, gfEv), "")
+	// A silent record's turn raises DMA_FAULT (rfEv) and, at its
+	// write-back, QP_ERROR DMA (rfErrEv).
+	rfEv := m.Wire("rf_ev", 1, "a refused ring write's DMA_FAULT is raised (its QP's silent turn)")
+	rfErrEv := m.Wire("rf_err_ev", 1, "... and its QP_ERROR DMA (the turn's write-back)")
+	rfEvAddr := m.Wire("rf_ev_addr", 64, "the refused ring write's address")
+	evLoad := m.WireOf("term_ev_load", Or(evSet, wfEv, fltGo, gfEv, rfEv, rfErrEv), "")
 	m.Drive(evV, big.NewInt(0), Or(evLoad, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
-	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(Or(protTerm, wfEv, gfEv), cur, tmQPN), evLoad, ""))
+	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(Or(protTerm, wfEv, gfEv, rfEv, rfErrEv), cur, tmQPN), evLoad, ""))
 	local := m.WireOf("term_local", And(termNew, RedOr(tmReason)), "the record is a local failure's: QP_ERROR, not TERM_SENT")
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(Or(wfEv, wfErr, fltGo, gfEv), C(16, 0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause))), evLoad, ""))
-	m.Assign(evInfo, m.Reg("term_ev_info", 32, big.NewInt(0), Sel(wfEv, Bits(wfAddrNow, 31, 0), Sel(gfEv, Bits(gfAddr, 31, 0), Sel(fltGo, Bits(tmFaultAddr, 31, 0), Sel(wfErr, C(32, cardTxErrDMA), Sel(local, zext(tmReason, 32), C(32, 0)))))), evLoad, ""))
-	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(Or(wfEv, fltGo, gfEv), C(8, cardStatEvDMAFault), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
-		Sel(Or(local, wfErr), C(8, cardStatEvQPError), C(8, cardTxEvTermSent)))), evLoad, ""))
-	m.Assign(faultV, Or(wfEv, fltGo, gfEv))
-	m.Assign(faultQPN, Sel(Or(wfEv, gfEv), cur, gate(fltGo, tmQPN)))
-	m.Assign(faultAddr, Sel(wfEv, wfAddrNow, Sel(gfEv, gfAddr, gate(fltGo, tmFaultAddr))))
-	m.Assign(faultWr, And(fltGo, Not(wfEv), Not(gfEv), tmFaultWr))
-	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
-		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
-		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(Or(wfEv, wfErr, fltGo, gfEv, rfEv, rfErrEv), C(16, 0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause))), evLoad, ""))
+	m.Assign(evInfo, m.Reg("term_ev_info", 32, big.NewInt(0), Sel(wfEv, Bits(wfAddrNow, 31, 0), Sel(gfEv, Bits(gfAddr, 31, 0), Sel(rfEv, Bits(rfEvAddr, 31, 0), Sel(fltGo, Bits(tmFaultAddr, 31, 0), Sel(Or(wfErr, rfErrEv), C(32, cardTxErrDMA), Sel(local, zext(tmReason, 32), C(32, 0))))))), evLoad, ""))
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(Or(wfEv, fltGo, gfEv, rfEv), C(8, cardStatEvDMAFault), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
+		Sel(Or(local, wfErr, rfErrEv), C(8, cardStatEvQPError), C(8, cardTxEvTermSent)))), evLoad, ""))
+	m.Assign(faultV, Or(wfEv, fltGo, gfEv, rfEv))
+	m.Assign(faultQPN, Sel(Or(wfEv, gfEv, rfEv), cur, gate(fltGo, tmQPN)))
+	m.Assign(faultAddr, Sel(wfEv, wfAddrNow, Sel(gfEv, gfAddr, Sel(rfEv, rfEvAddr, gate(fltGo, tmFaultAddr)))))
+	m.Assign(faultWr, Or(rfEv, And(fltGo, Not(wfEv), Not(gfEv), tmFaultWr)))
+	// A refused ring write's record (rf_rec) is silent: it ends the QP's
+	// stream with no Terminate (the ring cannot carry one), at the cut
+	// (its RDMAP field holds {address, cut}).
+	rfRec := m.Wire("rf_rec", termRecW+1, "a refused ring write's silent record")
+	termRd := m.Mem("term", termRecW+1, CardTxQPs, Or(evSet, rfStore), Sel(evSet, Sel(protTerm, cur, qpNum), rfQP),
+		Sel(evSet, Cat(C(1, 0), Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause))), rfRec), nil, ctxRdAddr,
+		"the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}")
 
 	// Static context, written by CREATE.
 	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5 + 32
@@ -432,8 +447,9 @@ func CardTx(width int) (*Module, error) {
 		return v
 	}
 	termSent := m.Wire("term_sent", 1, "the engine wrote its QP's Terminate back")
+	rfHot := dec("qrf", rfQP)
 	termPend := qpFlag("term_pend", "the QP has a Terminate to send", termSent,
-		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs)))
+		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs)), And(rfHot, Rep(rfStore, CardTxQPs)))
 	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
 	// The peer's Terminate blames the oldest WQE the card started and did
 	// not finish (the model's fail): the first flushed WQE that was
@@ -524,8 +540,9 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
 	m.Assign(dbWrData, Sel(create, C(59, 0), Cat(newEnd, newRR, newRC, newCI, newPI)))
 	errEnq := m.WireOf("err_enqueue", And(qpSt.toErr, Not(isQueued("qerr", qpNum))), "a QP put in error flushes its posted work")
-	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
-	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
+	rfEnq := m.Wire("rf_enqueue", 1, "a refused ring write's QP gets a turn for its silent record")
+	m.Assign(fPush, Or(requeue, dbEnq, errEnq, rfEnq))
+	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbEnq, dQP, Sel(errEnq, qpNum, rfQP))))
 	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK, Not(badDB)), "a pushed block is kept")
 	bdbSet := m.Wire("baddb_set", 1, "a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI")
 	m.Drive(bdbV, big.NewInt(0), Or(bdbSet, And(bdbV, Not(bdbReady))), nil)
@@ -678,7 +695,8 @@ func CardTx(width int) (*Module, error) {
 	// model's txStep); a QP in error drops them, giving IRD back.
 	// A QP put in error by a Terminate record sends its Terminate first
 	// (the model's errorStep), then drops and flushes.
-	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur), "send the QP's Terminate")
+	silentWait := m.Wire("term_silent_wait", 1, "the QP's record is silent and the event slot is taken: its DMA_FAULT waits")
+	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur, Not(silentWait)), "send the QP's Terminate (a silent record: raise DMA_FAULT)")
 	rspReady := m.WireOf("rsp_ready", And(sDecide, rrPend, Not(doTerm), Or(inErr, cClosed, And(live, Not(doRet), Not(doWalk), room))), "the QP's oldest Read Request can be answered (dropped)")
 	// A live QP's Read Response waits for the event slot as a WQE does:
 	// its source check may fail (TERM_SENT).
@@ -700,7 +718,8 @@ func CardTx(width int) (*Module, error) {
 	// scheduler while one is offered.
 	txsBad := m.WireOf("txs_ci_bad", And(sDecide, live, Not(doRet), Not(doWalk), Or(hasWork, rrPend), Lt(size32, used)), "TXS_CI ran past TXS_PI and the QP has bytes to send")
 	txsBadGo := m.WireOf("txs_ci_bad_go", And(txsBad, Not(bdbV), Not(And(dbv, badDB))), "... reported now (the doorbell path has none)")
-	evWait := m.WireOf("wqe_ev_wait", And(Or(wqeReady, And(rspReady, live)), evV), "the WQE or Read Response waits in decide for the event slot (card_cq takes it)")
+	evWait := m.WireOf("wqe_ev_wait", Or(And(Or(wqeReady, And(rspReady, live)), evV), And(sDecide, inErr, termPendCur, silentWait)),
+		"the WQE, Read Response or silent record waits in decide for the event slot (card_cq takes it)")
 	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
 	tm := m.Reg("term_mode", 1, big.NewInt(0), doTerm, goAny, "the engine sends its QP's Terminate (a stand-in header: no WQE)")
@@ -710,8 +729,15 @@ func CardTx(width int) (*Module, error) {
 	tCause := m.WireOf("cur_term_cause", Bits(cTerm, 15, 0), "")
 	tSegLen := m.WireOf("cur_term_seglen", Bits(cTerm, 31, 16), "")
 	tHdr := m.WireOf("cur_term_hdr", Bits(cTerm, 32+8*untaggedHdr-1, 32), "")
-	tRDMA := m.WireOf("cur_term_rdma", Bits(cTerm, termRd.W-2, 32+8*untaggedHdr), "")
-	tRecv := m.WireOf("cur_term_recv", Bit(cTerm, termRd.W-1), "the QP's Terminate was received: nothing to send")
+	tRDMA := m.WireOf("cur_term_rdma", Bits(cTerm, termRd.W-3, 32+8*untaggedHdr), "")
+	tRecv := m.WireOf("cur_term_recv", Bit(cTerm, termRd.W-2), "the QP's Terminate was received (or the record is silent): nothing to send")
+	tSilent := m.WireOf("cur_term_silent", Bit(cTerm, termRd.W-1), "the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut")
+	tCut := m.WireOf("cur_term_cut", Bits(tRDMA, 31, 0), "a silent record's cut: TXS_PI goes back to it")
+	tAddr := m.WireOf("cur_term_addr", Bits(tRDMA, 95, 32), "a silent record's refused address")
+	m.Assign(silentWait, And(tSilent, evV))
+	m.Assign(rfEv, And(doTerm, tSilent))
+	m.Assign(rfErrEv, And(sWB, tm, tSilent))
+	m.Assign(rfEvAddr, tAddr)
 	tPayE, tLenE := terminatePayload(m, tCause, tHdr, tSegLen, tRDMA)
 	tPay := m.WireOf("term_payload", tPayE, "the Terminate's DDP payload, byte 0 in bits 7:0")
 	tLen := m.WireOf("term_len", tLenE, "its length")
@@ -1125,7 +1151,9 @@ func CardTx(width int) (*Module, error) {
 	// beats unsplit and writes nothing.
 	recWrite := m.WireOf("rec_write", And(newFPDU, Not(abDrop)), "the FPDU entering is written to the ring")
 	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, pubFP), abDrop}
-	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, recWrite, recD, qaPop)
+	// The request issuer's records also name the FPDU's QP and stream
+	// offset, kept with each ring write until its response.
+	qa := ShiftQueue(m, "qa", cardTxRecDepth, append(recF, "qp", "off"), append(recW, QB, 32), recWrite, append(recD, cur, fOff), qaPop)
 	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
 	rcw := qa.Count.W
 	m.Assign(recRoom, And(Lt(qa.Count, C(rcw, cardTxRecDepth)), Lt(qd.Count, C(rcw, cardTxRecDepth))))
@@ -1136,6 +1164,12 @@ func CardTx(width int) (*Module, error) {
 	wrReqReady := m.Wire("wr_req_ready", 1, "")
 	wrReqValid := m.WireOf("wr_req_valid", RedOr(qa.Count), "")
 	wrGo := m.WireOf("wr_req_go", And(wrReqValid, wrReqReady), "")
+	// Each ring write is numbered (tag bits 7:2): its QP, FPDU offset and
+	// address wait in a RAM for its response. dma_wr has at most
+	// Bursts + 3 requests between taking one and completing it, fewer
+	// than the numbers.
+	wrSeq := m.RegDecl("wr_seq", wrCfg.TagBits-2, "the next ring write's number")
+	m.Drive(wrSeq, big.NewInt(0), incr(wrSeq), wrGo)
 	wrAddrFull := m.WireOf("wr_req_addr", Add(Cat(ha[0], C(12, 0)), Sel(ri2, C(64, 0), zext(ha[1], 64))), "the ring's base, plus the FPDU's place for its first write")
 	wrLen := m.WireOf("wr_req_n", Sel(ri2, Sub(ha[2], ha[4]), Sel(ha[3], ha[4], ha[2])), "")
 	wrEnd := m.WireOf("wr_req_end", Or(ri2, Not(ha[3])), "the FPDU's last write")
@@ -1190,9 +1224,12 @@ func CardTx(width int) (*Module, error) {
 	doneV := m.Wire("wr_done_valid", 1, "")
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
+	doneEB := m.Wire("wr_done_err_burst", DMAWrErrBurstBits(W), "the request's first refused burst")
+	doneReady := m.Wire("wr_done_ready", 1, "a completion is taken (an error one waits, below)")
+	doneGo := m.WireOf("wr_done_go", And(doneV, doneReady), "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal", "cut"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal", "cut", "wqe"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
@@ -1228,7 +1265,7 @@ func CardTx(width int) (*Module, error) {
 	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone), Not(lateFl)), "the WQE completes with WR_FLUSH_ERR")
 	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
 	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
-	wbTXSPI := m.WireOf("wb_txs_pi", Sel(gfR, abCut, fOff), "TXS_PI after the WQE: the cut when its payload read faulted")
+	wbTXSPI := m.WireOf("wb_txs_pi", Sel(And(tm, tSilent), tCut, Sel(gfR, abCut, fOff)), "TXS_PI after the WQE: the cut when its payload read faulted, or a refused ring write's")
 	noRec := m.WireOf("no_record", And(Or(And(wk, opRead), protLate), Not(wfR)), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check (it passed card_rx's
 	// check when the Read Request came: the source was revoked since)
@@ -1255,7 +1292,8 @@ func CardTx(width int) (*Module, error) {
 	// The WQE's record at its write-back, or a progress record (pubGo:
 	// only the QP, SQ_CI unchanged and TXS_PI; never in the same cycle).
 	wbRec := []Expr{And(Or(flushErr, prot, lateFl, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, lateFl, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, wbTXSPI,
-		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv), And(gfR, abLastDrop)), Or(flushErr, rfl), Or(prot, lateFl), And(rsp, Not(rspKeep)), tm, blameCause, Or(malR, And(lateFl, lateMalCur)), gfR}
+		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv), And(gfR, abLastDrop)), Or(flushErr, rfl), Or(prot, lateFl), And(rsp, Not(rspKeep)), tm, blameCause, Or(malR, And(lateFl, lateMalCur)), gfR,
+		And(Or(flushErr, prot, lateFl, rfl, retires), Not(wfR), Not(tm), Not(rsp))}
 	recIn := make([]Expr, len(wbRec))
 	for i, e := range wbRec {
 		var pe Expr = C(cplW[i], 0)
@@ -1279,12 +1317,11 @@ func CardTx(width int) (*Module, error) {
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
 	m.Assign(cplOut, Or(cplHold, RedOr(cq.Count), oV))
-	doneLast := m.WireOf("wr_done_last", And(doneV, Bit(doneTag, 0)), "")
-	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 2))
+	doneLast := m.WireOf("wr_done_last", And(doneGo, Bit(doneTag, 0)), "")
 	// A cut message whose last FPDU was dropped has no write of its own
 	// to wait for: its record waits for the FPDUs written before its
 	// write-back (fp_out then), so it publishes nothing not yet in memory.
-	fpDone := m.WireOf("wr_done_fpdu", And(doneV, Bit(doneTag, 1)), "an FPDU's last write has its response")
+	fpDone := m.WireOf("wr_done_fpdu", And(doneGo, Bit(doneTag, 1)), "an FPDU's last write has its response")
 	fpOut := m.RegDecl("fp_out", 8, "FPDUs written (queued or issued) whose last write has no response yet")
 	m.Drive(fpOut, big.NewInt(0), Sub(Add(fpOut, zext(recWrite, 8)), zext(fpDone, 8)), nil)
 	abWait := m.RegDecl("ab_wait", 8, "FPDU writes the cut record waits for")
@@ -1295,7 +1332,65 @@ func CardTx(width int) (*Module, error) {
 	// A Read Response's record also gives its IRD entry back (m_rreq_done).
 	rdoV := m.RegDecl("rreq_done_v", 1, "")
 	rdoFree := m.WireOf("rreq_done_free", Or(Not(rdoV), rdoReady), "")
-	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Sel(h[8], Not(And(h[15], RedOr(abWait))), RedOr(dn))), "")
+	// --- refused transmit ring writes ---
+	// The card model stops the QP at the refused FPDU: DMA_FAULT (OBJ
+	// the QP, INFO the first refused byte), QP_ERROR DMA, TX_CLOSED, no
+	// Terminate (the ring cannot carry it), TXS_PI at the FPDU's start,
+	// every WQE not done flushed. card_tx hears of the refusal a write
+	// response later, when later FPDUs and write-backs of the QP may be
+	// done. An error completion is taken only once every record that
+	// does not wait for it has gone out (the head waits for a write), so
+	// that the QP's records still queued are all of WQEs written back
+	// after the refused FPDU entered; the cycle after, no record goes out
+	// while the write's QP is looked up. From then on the QP is dead
+	// (rf_dead, until CREATE): its records go out as WR_FLUSH_ERR
+	// completions that leave TXS_PI where it is (m_cpl_keep_txs). If the
+	// QP is live with no Terminate pending, it goes to error at once
+	// (rf_store, when no command or write-back writes a state) with a
+	// silent record; its turn raises DMA_FAULT, then QP_ERROR DMA, and
+	// gives the Terminate record, with TXS_PI the cut, that closes the
+	// stream; the flush completes the rest. Later refusals of a dead QP
+	// only count.
+	wrInfo := m.Mem("wr_info", QB+32+64, 1<<(wrCfg.TagBits-2), wrGo, wrSeq, Cat(ha[7], ha[8], wrAddrFull), nil, Bits(doneTag, wrCfg.TagBits-1, 2),
+		"per ring write in flight: {QP, its FPDU's stream offset, address}")
+	errSeen := m.RegDecl("rf_seen", 1, "an error completion was taken last cycle: its write is read from wr_info")
+	rfNew := m.RegDecl("rf_new", 1, "... two cycles ago: its QP is looked up in rf_dead")
+	rfV := m.RegDecl("rf_v", 1, "a refused ring write's QP waits to be put in error")
+	headWaits := m.WireOf("rf_head_waits", Or(Not(RedOr(cq.Count)), And(Not(h[8]), Eq(dn, C(4, 0))), And(h[8], h[15], RedOr(abWait))),
+		"no record can go out before more write responses")
+	rfBusy := m.WireOf("rf_busy", Or(errSeen, rfNew), "a refused write is being looked up: no record goes out")
+	m.Assign(doneReady, Or(Not(doneErr), And(headWaits, Not(rfBusy), Not(rfV))))
+	m.Drive(errSeen, big.NewInt(0), And(doneGo, doneErr), nil)
+	m.Drive(rfNew, big.NewInt(0), errSeen, nil)
+	ebQ := m.Reg("rf_burst", DMAWrErrBurstBits(W), nil, doneEB, doneGo, "the refused write's first refused burst")
+	iQP := m.WireOf("rf_info_qp", Bits(wrInfo, QB+96-1, 96), "")
+	iCut := m.WireOf("rf_info_cut", Bits(wrInfo, 95, 64), "the refused FPDU's stream offset")
+	iAddr := m.WireOf("rf_info_addr", Bits(wrInfo, 63, 0), "the write's address")
+	BL := log2(DMAMaxBurst(W))
+	iFault := m.WireOf("rf_info_fault", Sel(RedOr(ebQ), Add(Cat(Bits(iAddr, 63, BL), C(BL, 0)), zext(Cat(ebQ, C(BL, 0)), 64)), iAddr),
+		"the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)")
+	deadSet := m.Wire("rf_dead_set", 1, "")
+	dead := qpFlag("rf_dead", "a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further", C(1, 0), And(rfHot, Rep(deadSet, CardTxQPs)))
+	m.Assign(deadSet, And(rfNew, Not(RedOr(And(dead, rfHot)))))
+	rfDrop := m.Wire("rf_drop", 1, "the refused write's QP is not live, or has a Terminate pending: it is only dead")
+	m.Drive(rfV, big.NewInt(0), Or(deadSet, And(rfV, Not(rfStore), Not(rfDrop))), nil)
+	m.Drive(rfQP, nil, iQP, errSeen)
+	rfCut := m.Reg("rf_cut", 32, nil, iCut, errSeen, "")
+	rfAddr := m.Reg("rf_addr", 64, nil, iFault, errSeen, "")
+	m.Assign(rfStAddr, rfQP)
+	// The state read (qp_state_f at rf_qp) is a cycle old, so it is
+	// valid from the cycle after rf_new: the QP is stored only when it
+	// was live, with no Terminate pending or blaming a WQE, and no state,
+	// Terminate record or scheduler entry is written this cycle.
+	rfLive := m.WireOf("rf_live", And(rfV, Eq(qpSt.ext, C(2, txQPLive)), Not(RedOr(And(Or(termPend, blame), rfHot)))), "")
+	rfQueued := m.WireOf("rf_queued", isQueued("qrfq", rfQP), "")
+	rfGo := m.WireOf("rf_go", And(rfLive, Not(qpSt.busy), Not(evSet), Or(rfQueued, Not(Or(requeue, dbEnq, errEnq)))), "")
+	m.Assign(rfStore, rfGo)
+	m.Assign(rfEnq, And(rfGo, Not(rfQueued)))
+	m.Assign(rfDrop, And(rfV, Not(rfLive)))
+	m.Assign(rfRec, Cat(C(1, 1), C(1, 1), zext(Cat(rfAddr, rfCut), 8*cardTxReadReqBytes), C(8*untaggedHdr+32, 0)))
+	hDead := m.WireOf("rf_head_dead", And(RedOr(And(dead, dec("qrfh", h[2]))), Not(h[12])), "the head record is a dead QP's (not its Terminate record)")
+	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Not(rfBusy), Sel(h[8], Not(And(h[15], RedOr(abWait))), RedOr(dn))), "")
 	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
 	m.Assign(rdoValid, rdoV)
 	m.Assign(rdoQPN, gate(rdoV, m.Reg("rreq_done_qpn_q", QB, big.NewInt(0), h[2], And(cOut, h[11]), "")))
@@ -1303,17 +1398,20 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(And(cOut, Not(h[8])), 4)), nil)
 	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
 	m.Assign(cplValid, oV)
-	m.Assign(cplCQE, m.Reg("cpl_cqe_q", 1, big.NewInt(0), h[0], cOut, ""))
+	// A dead QP's record that completes a WQE completes it WR_FLUSH_ERR,
+	// as the model's flush does every WQE not done at the refusal.
+	m.Assign(cplCQE, m.Reg("cpl_cqe_q", 1, big.NewInt(0), Or(h[0], And(hDead, h[16])), cOut, ""))
+	m.Assign(cplKeep, m.Reg("cpl_keep_txs_q", 1, big.NewInt(0), hDead, cOut, ""))
 	m.Assign(cplCQ, m.Reg("cpl_cq_q", QB, big.NewInt(0), h[1], cOut, ""))
 	cplQPNq := m.Reg("cpl_qpn_q", QB, big.NewInt(0), h[2], cOut, "")
 	m.Assign(cplQPN, cplQPNq)
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
 	hBlame := m.WireOf("cpl_blamed", RedOr(h[13]), "the peer's Terminate blames the WQE")
-	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[14], C(8, cardTxStatQPOp), Sel(h[10], Sel(Eq(h[4], C(3, 5)), C(8, cardTxStatMWBind), C(8, cardTxStatProt)), C(8, 0))))), cOut,
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hDead, C(8, uint64(cardTxStatFlush)), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[14], C(8, cardTxStatQPOp), Sel(h[10], Sel(Eq(h[4], C(3, 5)), C(8, cardTxStatMWBind), C(8, cardTxStatProt)), C(8, 0)))))), cOut,
 		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_QP_OP_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS"))
-	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), h[13], cOut, ""))
-	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
+	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), gate(Not(hDead), h[13]), cOut, ""))
+	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), gate(Not(hDead), h[5]), cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	// While a cut waits for its write-back's record, a record of its QP
 	// (an aborted FPDU's progress record) publishes no further than the cut.
@@ -1333,7 +1431,7 @@ func CardTx(width int) (*Module, error) {
 		owed = append(owed, And(Lt(C(cq.Count.W, uint64(i)), cq.Count), cq.Fields[i][11], Eq(cq.Fields[i][2], owQ)))
 	}
 	m.Assign(m.Output("m_owed", 1, "s_owed_qpn owes a Read Response"), RedOrParts(owed))
-	dmaErr := Or(And(doneV, doneErr), And(rdValid, rdErr))
+	dmaErr := Or(And(doneGo, doneErr), And(rdValid, rdErr))
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
@@ -1387,7 +1485,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(5, txPop), C(5, txIdle)),
 		Sel(sPop, C(5, txCtx),
 			Sel(sCtx, C(5, txDecide),
-				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(5, txWB), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
+				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
 						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch))))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
@@ -1431,9 +1529,9 @@ func CardTx(width int) (*Module, error) {
 		Conn{"m_axis_tready", Or(And(have, wsReady, needIn), dropH)}, Conn{"m_axis_tlast", mpaLast}, Conn{"m_axis_tuser", mpaUser})
 	wrConns := []Conn{{"clk", clk}, {"rst", rst},
 		{"s_req_valid", wrReqValid}, {"s_req_ready", wrReqReady}, {"s_req_addr", wrAddrFull},
-		{"s_req_len", Sub(wrLen, C(16, 1))}, {"s_req_tag", zext(Cat(wrEnd, And(ha[5], wrEnd)), wrCfg.TagBits)},
+		{"s_req_len", Sub(wrLen, C(16, 1))}, {"s_req_tag", Cat(wrSeq, wrEnd, And(ha[5], wrEnd))},
 		{"s_axis_tdata", outData}, {"s_axis_tvalid", outValid}, {"s_axis_tready", wsReady},
-		{"m_done_valid", doneV}, {"m_done_ready", C(1, 1)}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}}
+		{"m_done_valid", doneV}, {"m_done_ready", doneReady}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}, {"m_done_err_burst", doneEB}}
 	var rdConns []Conn
 	for _, sub := range []*Module{drd, dwr} {
 		for _, p := range sub.Ports {

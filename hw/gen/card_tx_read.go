@@ -77,10 +77,13 @@ type txQPStates struct {
 	toErr  *Signal // an ERROR command puts a live QP in error this cycle
 	eng    *Signal // the state at engAddr (read a cycle after the address)
 	closed *Signal // the QP at engAddr is CLOSED (card_stat's record; CREATE clears it)
+	busy   *Signal // the engine or a command writes a state this cycle: extErr waits
+	ext    *Signal // the state at extAddr (read a cycle after the address)
 }
 
-// qpStates builds the state memory, in two copies (one read by the
-// command path at the command's QP, one by the engine at engAddr).
+// qpStates builds the state memory, in three copies (one read by the
+// command path at the command's QP, one by the engine at engAddr, one at
+// extAddr).
 // CREATE makes a QP live; ERROR puts a live QP in error (a QP that does
 // not exist is left alone: the card model refuses the command); DESTROY
 // frees a QP in error (the model refuses it in RTS); CLOSE is taken
@@ -89,18 +92,24 @@ type txQPStates struct {
 // engErr puts the engine's QP engQP in error (a local protection error of
 // its WQE); the engine does so only while no command can be taken.
 //
+// extErr puts extQP in error (a refused ring write's QP); it may be
+// raised only while busy is low. A third copy is read at extAddr.
+//
 // closedV and closedQP: card_stat found the QP CLOSED (its m_done with
 // m_done_closed; a pulse, taken every cycle): a bit per QP, set then and
 // cleared by CREATE, says so (a pulse in CREATE's cycle waits one).
-func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV, closedQP Expr) txQPStates {
+func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV, closedQP Expr, extErr *Signal, extQP, extAddr Expr) txQPStates {
 	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
 	we := m.Wire("qp_state_we", 1, "")
-	wd := m.WireOf("qp_state_wd", Sel(Or(engErr, opIs(3)), C(2, txQPError), Sel(opIs(1), C(2, txQPLive), C(2, txQPNone))), "")
-	wa := m.WireOf("qp_state_wa", Sel(engErr, engQP, qpn), "")
+	busy := m.Wire("qp_state_busy", 1, "the engine or a command writes a state")
+	wd := m.WireOf("qp_state_wd", Sel(Or(engErr, extErr, opIs(3)), C(2, txQPError), Sel(opIs(1), C(2, txQPLive), C(2, txQPNone))), "")
+	wa := m.WireOf("qp_state_wa", Sel(engErr, engQP, Sel(extErr, extQP, qpn)), "")
 	cur := m.Mem("qp_state_c", 2, CardTxQPs, we, wa, wd, nil, qpn, "QP state (0 none, 1 live, 2 error), read by the command path")
 	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, wa, wd, nil, engAddr, "QP state, read by the engine")
+	ext := m.Mem("qp_state_f", 2, CardTxQPs, we, wa, wd, nil, extAddr, "QP state, read for a refused ring write's QP")
 	toErr := m.WireOf("qp_to_error", And(cmdGo, opIs(3), Eq(cur, C(2, txQPLive))), "ERROR on a live QP")
-	m.Assign(we, Or(engErr, And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
+	m.Assign(busy, Or(engErr, And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
+	m.Assign(we, Or(busy, extErr))
 	create := m.WireOf("qp_closed_clear", And(cmdGo, opIs(1)), "CREATE: the QP is not CLOSED")
 	pendV := m.RegDecl("qp_closed_pend", 1, "a CLOSED report waits for a cycle without CREATE")
 	pendQP := m.RegDecl("qp_closed_pend_qp", 10, "")
@@ -110,7 +119,7 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV
 	m.Drive(pendQP, nil, closedQP, closedV) // a new report is the one left over, if any is
 	closed := m.Mem("qp_closed", 2, CardTxQPs, Or(create, setV), Sel(create, qpn, setQP), Cat(C(1, 0), Not(create)), nil, engAddr,
 		"bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered")
-	return txQPStates{toErr: toErr, eng: eng, closed: closed}
+	return txQPStates{toErr: toErr, eng: eng, closed: closed, busy: busy, ext: ext}
 }
 
 // wcOpcode is the CQE opcode (WC_OPCODE) of a WQE opcode, as the card

@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math/big"
+	"math/bits"
 )
 
 // DMAWrWidths lists the data widths the project ships for dma_wr.
@@ -22,6 +23,10 @@ type DMAWrConfig struct {
 func DMAWrDefault(width int) DMAWrConfig {
 	return DMAWrConfig{Width: width, IDBits: 4, Bursts: 32, TagBits: 8}
 }
+
+// DMAWrErrBurstBits is the width of dma_wr's m_done_err_burst: a request
+// of 64 KiB spans at most 65536/B + 1 bursts of B bytes.
+func DMAWrErrBurstBits(width int) int { return bits.Len(uint(65536 / DMAMaxBurst(width))) }
 
 // dmaWrReqQueue is the depth of the queue of requests whose data the W
 // channel has not finished.
@@ -87,6 +92,8 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	dReady := m.Input("m_done_ready", 1, "")
 	dTag := m.Output("m_done_tag", T, "its tag")
 	dErr := m.Output("m_done_err", 1, "a burst of it got an error response")
+	EB := DMAWrErrBurstBits(W)
+	dEB := m.Output("m_done_err_burst", EB, fmt.Sprintf("with m_done_err: the index in the request of its first burst with an error response (0 the first, which starts at the request's address; burst k > 0 starts at the request's address rounded down to %d bytes, plus k x %d), so that a caller names the first refused byte as an IOMMU names the page", BB*L, BB*L))
 
 	zero := C(1, 0)
 	unused := []Expr{bID, Bit(bResp, 0)}
@@ -220,10 +227,17 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	errAcc := m.RegDecl("err_acc", 1, "earlier bursts of the request had errors")
 	errNow := m.WireOf("err_now", Or(errAcc, Bit(bResp, 1)), "")
 	m.Drive(errAcc, big.NewInt(0), And(Not(hbLast), errNow), bGo)
+	bIdx := m.RegDecl("bq_head_index", EB, "the head burst's index in its request")
+	m.Drive(bIdx, big.NewInt(0), Sel(hbLast, C(EB, 0), incr(bIdx)), bGo)
+	errIdx := m.RegDecl("err_index", EB, "the index of the request's first burst with an error")
+	errIdxNow := m.WireOf("err_index_now", Sel(errAcc, errIdx, bIdx), "")
+	m.Drive(errIdx, big.NewInt(0), errIdxNow, bGo)
 	fin := m.WireOf("done_set", And(bGo, hbLast), "a request's last response")
 	m.Drive(dV, big.NewInt(0), Or(fin, And(dV, Not(dReady))), nil)
 	dTq := m.Reg("done_tag", T, big.NewInt(0), hbTag, fin, "")
 	dEq := m.Reg("done_err", 1, big.NewInt(0), errNow, fin, "")
+	dEBq := m.Reg("done_err_burst", EB, big.NewInt(0), Sel(errNow, errIdxNow, C(EB, 0)), fin, "")
+	m.Assign(dEB, gate(dV, dEBq))
 	m.Assign(dValid, dV)
 	m.Assign(dTag, gate(dV, dTq))
 	m.Assign(dErr, And(dV, dEq))

@@ -434,6 +434,7 @@ module card_cq_w64 (
     wire           irq_set;
     wire           irq_taken;
     reg  [7:0]     irq_vec_q;
+    wire [5:0]     dw_done_err_burst;
     wire [3:0]     dw_awid;
     wire [63:0]    dw_awaddr;
     wire [7:0]     dw_awlen;
@@ -1816,7 +1817,8 @@ module card_cq_w64 (
         d_len[29:24],
         rq_cand[256:113],
         rq_cand[96:1],
-        irq_gap[7:0]
+        irq_gap[7:0],
+        dw_done_err_burst
     };
 
     always @(posedge clk) begin
@@ -2542,6 +2544,7 @@ module card_cq_w64 (
         .m_done_ready(1'h1),
         .m_done_tag(dw_done_tag),
         .m_done_err(dw_done_err),
+        .m_done_err_burst(dw_done_err_burst),
         .m_axi_awid(dw_awid),
         .m_axi_awaddr(dw_awaddr),
         .m_axi_awlen(dw_awlen),

@@ -465,6 +465,7 @@ architecture rtl of card_cq_w64 is
     signal irq_set : std_logic;
     signal irq_taken : std_logic;
     signal irq_vec_q : std_logic_vector(7 downto 0) := x"00";
+    signal dw_done_err_burst : std_logic_vector(5 downto 0);
     signal dw_awid : std_logic_vector(3 downto 0);
     signal dw_awaddr : std_logic_vector(63 downto 0);
     signal dw_awlen : std_logic_vector(7 downto 0);
@@ -1872,7 +1873,8 @@ begin
         d_len(29 downto 24) &
         rq_cand(256 downto 113) &
         rq_cand(96 downto 1) &
-        irq_gap(7 downto 0)
+        irq_gap(7 downto 0) &
+        dw_done_err_burst
     );
 
     init_cnt_reg : process (clk)
@@ -2917,6 +2919,7 @@ begin
             m_done_ready => '1',
             m_done_tag => dw_done_tag,
             m_done_err => dw_done_err,
+            m_done_err_burst => dw_done_err_burst,
             m_axi_awid => dw_awid,
             m_axi_awaddr => dw_awaddr,
             m_axi_awlen => dw_awlen,

@@ -95,6 +95,7 @@ module card_stat_w64 (
     input  wire [31:0]    s_tx_byte_len,
     input  wire [15:0]    s_tx_term_cause,   // the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
     input  wire           s_tx_term,         // the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
+    input  wire           s_tx_keep_txs,     // the record leaves TXS_PI as it is (card_tx's records of a QP whose transmit ring write was refused publish no further)
     input  wire           s_rx_valid,        // card_rx's RXS_CI (m_ci)
     output wire           s_rx_ready,
     input  wire [9:0]     s_rx_qpn,
@@ -196,6 +197,7 @@ module card_stat_w64 (
     reg            op_bad_db;                // the ERROR is a bad doorbell's
     reg            op_cut;                   // the ERROR is a cut stream's
     reg            op_term;                  // the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
+    reg            op_keep_txs;              // the transmit record leaves TXS_PI
     reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           data_done;                // dma_wr took the last beat
     wire [184:0]   ctx_wr_data;
@@ -306,6 +308,7 @@ module card_stat_w64 (
     wire           fault_taken;              // the DMA_FAULT event is taken: the card stops
     wire [9:0]     head_qpn;
     wire [63:0]    head_addr;                // the head's record address, as written
+    wire [5:0]     dw_done_err_burst;
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -365,7 +368,7 @@ module card_stat_w64 (
     assign op_term_error = (op_k[1] & op_term) & (op_live | p_state[3]);
     assign op_rx_error = (op_k[2] & op_term) & op_live;
     assign op_freed = op_k[6] & (p_state[2] | p_state[3]);
-    assign new_txs_pi = op_k[0] ? 32'h00000000 : (op_k[1] ? op_v1 : old_txs_pi);
+    assign new_txs_pi = op_k[0] ? 32'h00000000 : ((op_k[1] & ~op_keep_txs) ? op_v1 : old_txs_pi);
     assign new_txs_ci = op_k[0] ? 32'h00000000 : (op_k[3] ? op_v1 : old_txs_ci);
     assign arm_tx = ~op_k[0] & (old_arm_tx | (op_k[4] & op_v1[8]));
     assign arm_rx = ~op_k[0] & (old_arm_rx | (op_k[4] & op_v1[9]));
@@ -470,7 +473,7 @@ module card_stat_w64 (
     assign m_axi_wlast = dw_m_axi_wlast;
     assign m_axi_wvalid = dw_m_axi_wvalid;
     assign m_axi_bready = dw_m_axi_bready;
-    assign unused_bits = |{qp_num_qpn[15:10], s_rc_qpn[15:10], base[4:0], dw_done_tag};
+    assign unused_bits = |{qp_num_qpn[15:10], s_rc_qpn[15:10], base[4:0], dw_done_tag, dw_done_err_burst};
 
     always @(posedge clk) begin
         if (rst) begin
@@ -532,6 +535,12 @@ module card_stat_w64 (
 
     always @(posedge clk) begin
         if (take) begin
+            op_keep_txs <= take_tx & s_tx_keep_txs;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (take) begin
             op_cpl <= take_tx ? {
                 s_tx_cqe,
                 s_tx_term_cause,
@@ -579,7 +588,7 @@ module card_stat_w64 (
 
     always @(posedge clk) begin
         if (st_read) begin
-            p_txs_ne <= (op_kind == 4'h1) ? (op_v1 != old_txs_ci) : ((op_kind == 4'h3) ? (old_txs_pi != op_v1) : (old_txs_pi != old_txs_ci));
+            p_txs_ne <= (op_kind == 4'h1) ? ((op_keep_txs ? old_txs_pi : op_v1) != old_txs_ci) : ((op_kind == 4'h3) ? (old_txs_pi != op_v1) : (old_txs_pi != old_txs_ci));
         end
     end
 
@@ -888,7 +897,8 @@ module card_stat_w64 (
         .m_done_valid(dw_done_valid),
         .m_done_ready(1'h1),
         .m_done_tag(dw_done_tag),
-        .m_done_err(dw_done_err)
+        .m_done_err(dw_done_err),
+        .m_done_err_burst(dw_done_err_burst)
     );
 
 endmodule

@@ -97,6 +97,7 @@ entity card_stat_w64 is
         s_tx_byte_len : in  std_logic_vector(31 downto 0);
         s_tx_term_cause : in  std_logic_vector(15 downto 0); -- the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
         s_tx_term : in  std_logic;           -- the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
+        s_tx_keep_txs : in  std_logic;       -- the record leaves TXS_PI as it is (card_tx's records of a QP whose transmit ring write was refused publish no further)
         s_rx_valid : in  std_logic;          -- card_rx's RXS_CI (m_ci)
         s_rx_ready : out std_logic;
         s_rx_qpn : in  std_logic_vector(9 downto 0);
@@ -227,6 +228,7 @@ architecture rtl of card_stat_w64 is
     signal op_bad_db : std_logic;            -- the ERROR is a bad doorbell's
     signal op_cut : std_logic;               -- the ERROR is a cut stream's
     signal op_term : std_logic;              -- the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
+    signal op_keep_txs : std_logic;          -- the transmit record leaves TXS_PI
     signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
     signal data_done : std_logic;            -- dma_wr took the last beat
     signal ctx_wr_data : std_logic_vector(184 downto 0);
@@ -337,6 +339,7 @@ architecture rtl of card_stat_w64 is
     signal fault_taken : std_logic;          -- the DMA_FAULT event is taken: the card stops
     signal head_qpn : std_logic_vector(9 downto 0);
     signal head_addr : std_logic_vector(63 downto 0); -- the head's record address, as written
+    signal dw_done_err_burst : std_logic_vector(5 downto 0);
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -397,7 +400,7 @@ begin
     op_term_error <= (op_k(1) and op_term) and (op_live or p_state(3));
     op_rx_error <= (op_k(2) and op_term) and op_live;
     op_freed <= op_k(6) and (p_state(2) or p_state(3));
-    new_txs_pi <= mux(op_k(0), x"00000000", mux(op_k(1), op_v1, old_txs_pi));
+    new_txs_pi <= mux(op_k(0), x"00000000", mux(op_k(1) and (not op_keep_txs), op_v1, old_txs_pi));
     new_txs_ci <= mux(op_k(0), x"00000000", mux(op_k(3), op_v1, old_txs_ci));
     arm_tx <= (not op_k(0)) and (old_arm_tx or (op_k(4) and op_v1(8)));
     arm_rx <= (not op_k(0)) and (old_arm_rx or (op_k(4) and op_v1(9)));
@@ -506,7 +509,8 @@ begin
         qp_num_qpn(15 downto 10) &
         s_rc_qpn(15 downto 10) &
         base(4 downto 0) &
-        dw_done_tag
+        dw_done_tag &
+        dw_done_err_burst
     );
 
     rr_rx_reg : process (clk)
@@ -594,6 +598,15 @@ begin
         end if;
     end process;
 
+    op_keep_txs_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if take = '1' then
+                op_keep_txs <= take_tx and s_tx_keep_txs;
+            end if;
+        end if;
+    end process;
+
     op_cpl_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -651,7 +664,7 @@ begin
     begin
         if rising_edge(clk) then
             if st_read = '1' then
-                p_txs_ne <= mux(b2l(op_kind = x"1"), b2l(op_v1 /= old_txs_ci), mux(b2l(op_kind = x"3"), b2l(old_txs_pi /= op_v1), b2l(old_txs_pi /= old_txs_ci)));
+                p_txs_ne <= mux(b2l(op_kind = x"1"), b2l(mux(op_keep_txs, old_txs_pi, op_v1) /= old_txs_ci), mux(b2l(op_kind = x"3"), b2l(old_txs_pi /= op_v1), b2l(old_txs_pi /= old_txs_ci)));
             end if;
         end if;
     end process;
@@ -1137,6 +1150,7 @@ begin
             m_done_valid => dw_done_valid,
             m_done_ready => '1',
             m_done_tag => dw_done_tag,
-            m_done_err => dw_done_err
+            m_done_err => dw_done_err,
+            m_done_err_burst => dw_done_err_burst
         );
 end architecture rtl;

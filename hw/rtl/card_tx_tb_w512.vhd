@@ -102,6 +102,7 @@ entity card_tx_tb_w512 is
         m_cpl_sq_ci : out std_logic_vector(15 downto 0);
         m_cpl_txs_pi : out std_logic_vector(31 downto 0);
         m_cpl_term : out std_logic;
+        m_cpl_keep_txs : out std_logic;
         m_cpl_term_cause : out std_logic_vector(15 downto 0);
         m_baddb_valid : out std_logic;
         m_baddb_ready : in  std_logic;
@@ -285,6 +286,7 @@ architecture rtl of card_tx_tb_w512 is
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
+    signal tx_m_cpl_keep_txs : std_logic;
     signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
     signal tx_m_baddb_valid : std_logic;
     signal tx_m_baddb_qpn : std_logic_vector(9 downto 0);
@@ -384,6 +386,7 @@ begin
     m_cpl_sq_ci <= tx_m_cpl_sq_ci;
     m_cpl_txs_pi <= tx_m_cpl_txs_pi;
     m_cpl_term <= tx_m_cpl_term;
+    m_cpl_keep_txs <= tx_m_cpl_keep_txs;
     m_cpl_term_cause <= tx_m_cpl_term_cause;
     m_baddb_valid <= tx_m_baddb_valid;
     m_baddb_qpn <= tx_m_baddb_qpn;
@@ -537,6 +540,7 @@ begin
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
+            m_cpl_keep_txs => tx_m_cpl_keep_txs,
             m_cpl_term_cause => tx_m_cpl_term_cause,
             m_baddb_valid => tx_m_baddb_valid,
             m_baddb_ready => m_baddb_ready,

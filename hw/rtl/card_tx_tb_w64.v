@@ -100,6 +100,7 @@ module card_tx_tb_w64 (
     output wire [15:0]    m_cpl_sq_ci,
     output wire [31:0]    m_cpl_txs_pi,
     output wire           m_cpl_term,
+    output wire           m_cpl_keep_txs,
     output wire [15:0]    m_cpl_term_cause,
     output wire           m_baddb_valid,
     input  wire           m_baddb_ready,
@@ -281,6 +282,7 @@ module card_tx_tb_w64 (
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
+    wire           tx_m_cpl_keep_txs;
     wire [15:0]    tx_m_cpl_term_cause;
     wire           tx_m_baddb_valid;
     wire [9:0]     tx_m_baddb_qpn;
@@ -380,6 +382,7 @@ module card_tx_tb_w64 (
     assign m_cpl_sq_ci = tx_m_cpl_sq_ci;
     assign m_cpl_txs_pi = tx_m_cpl_txs_pi;
     assign m_cpl_term = tx_m_cpl_term;
+    assign m_cpl_keep_txs = tx_m_cpl_keep_txs;
     assign m_cpl_term_cause = tx_m_cpl_term_cause;
     assign m_baddb_valid = tx_m_baddb_valid;
     assign m_baddb_qpn = tx_m_baddb_qpn;
@@ -532,6 +535,7 @@ module card_tx_tb_w64 (
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
+        .m_cpl_keep_txs(tx_m_cpl_keep_txs),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
         .m_baddb_valid(tx_m_baddb_valid),
         .m_baddb_ready(m_baddb_ready),

@@ -63,33 +63,42 @@
 // entering later are dropped before the ring writer, the QP's TXS_PI goes back
 // to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic
 // Terminate (sent at the cut); the WQE is not retired, so the flush completes
-// it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR
-// puts a live QP in error (taken one cycle after it is offered: the QP's state
-// is read first; a QP that does not exist is left alone), after which every
-// WQE posted and not completed, the ones posted later included, completes in
-// posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI
-// for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the
-// card model does) and nothing more is sent, but for a Read whose Read done is
-// taken before the flush reaches it (card_rx places nothing on a QP in error,
-// so every Read done is of a response placed before the error, though it may
-// reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's
-// Terminate is sent and its Read Requests dropped, they complete as on a live
-// QP (the card model completes a Read as its response's last segment is
-// placed); DESTROY frees a QP in error; CLOSE is taken without effect here
-// (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read
-// Response, from the pool, the engine or a record not yet taken, and reports
-// CLOSED on s_closed, after which the QP's Read Requests are dropped with
-// their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE
-// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
-// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
-// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
-// time; framing, ring writes and completions of earlier WQEs overlap it,
-// except on a tight CQ (cq_tight): there a WQE starts only once every
-// completion before it has its verdict (cpl_hold low, its own completion queue
-// empty), so that the WQE behind one whose completion overran is flushed,
-// never sent, as in the card model; its QP goes back to the scheduler
-// meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
-// that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+// it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error
+// completion of dma_wr, taken only once no record can go out before more write
+// responses) fails its QP as the card model's drain does, a write response
+// late: the QP is dead until CREATE (its records that complete a WQE complete
+// it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with
+// a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first
+// refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR
+// DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start
+// and no Terminate sent; the FPDUs written past it are never published. QP
+// commands: CREATE takes the staged context; ERROR puts a live QP in error
+// (taken one cycle after it is offered: the QP's state is read first; a QP
+// that does not exist is left alone), after which every WQE posted and not
+// completed, the ones posted later included, completes in posting order with
+// WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
+// WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
+// and nothing more is sent, but for a Read whose Read done is taken before the
+// flush reaches it (card_rx places nothing on a QP in error, so every Read
+// done is of a response placed before the error, though it may reach card_tx
+// after the ERROR) and the WQEs sent behind it: once the QP's Terminate is
+// sent and its Read Requests dropped, they complete as on a live QP (the card
+// model completes a Read as its response's last segment is placed); DESTROY
+// frees a QP in error; CLOSE is taken without effect here (card_stat decides
+// CLOSED: it asks m_owed whether the QP still owes a Read Response, from the
+// pool, the engine or a record not yet taken, and reports CLOSED on s_closed,
+// after which the QP's Read Requests are dropped with their IRD entries kept,
+// as the card model's CLOSED QP sends nothing). A WQE starts only when its TX
+// ring has 1024 bytes free (more than the FPDUs of 480 inline bytes take at
+// any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
+// another. One WQE is fetched and segmented at a time; framing, ring writes
+// and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+// there a WQE starts only once every completion before it has its verdict
+// (cpl_hold low, its own completion queue empty), so that the WQE behind one
+// whose completion overran is flushed, never sent, as in the card model; its
+// QP goes back to the scheduler meanwhile. A record of s_term with
+// s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+// that INFO instead of TERM_SENT.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -194,6 +203,7 @@ module card_tx_w64 (
     output wire [15:0]    m_cpl_sq_ci,       // the QP's SQ_CI after this WQE (status record)
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
     output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
+    output wire           m_cpl_keep_txs,    // the record leaves TXS_PI where it is: a record of a QP whose transmit ring write was refused (its WQE completes WR_FLUSH_ERR), which publishes nothing past the refused FPDU
     output wire [15:0]    m_cpl_term_cause,  // CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
     output wire           m_baddb_valid,     // an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
     input  wire           m_baddb_ready,
@@ -306,11 +316,16 @@ module card_tx_w64 (
     wire [9:0]     ctx_rd_addr;
     reg  [9:0]     cur_qp;                   // the QP the engine serves
     wire           prot_err;                 // an lkey check failed: the engine puts its QP in error
+    wire           rf_store;                 // a refused ring write's QP goes to error now, with its silent Terminate record
+    reg  [9:0]     rf_qp;                    // the QP of the refused ring write being stored
+    wire [9:0]     rf_state_addr;            // the QP whose state the ring-fault path reads
     wire           qp_state_we;
+    wire           qp_state_busy;            // the engine or a command writes a state
     wire [1:0]     qp_state_wd;
     wire [9:0]     qp_state_wa;
     reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
+    reg  [1:0]     qp_state_f_rd;            // read data of qp_state_f
     wire           qp_to_error;              // ERROR on a live QP
     wire           qp_closed_clear;          // CREATE: the QP is not CLOSED
     reg            qp_closed_pend;           // a CLOSED report waits for a cycle without CREATE
@@ -332,13 +347,17 @@ module card_tx_w64 (
     wire           gf_ev;                    // the payload read fault's DMA_FAULT is raised
     wire [63:0]    gf_addr;                  // the faulted payload request's address
     wire           wf_qp_error;              // the faulted WQE's QP_ERROR DMA (not TERM_SENT)
+    wire           rf_ev;                    // a refused ring write's DMA_FAULT is raised (its QP's silent turn)
+    wire           rf_err_ev;                // ... and its QP_ERROR DMA (the turn's write-back)
+    wire [63:0]    rf_ev_addr;               // the refused ring write's address
     wire           term_ev_load;
     reg  [9:0]     term_ev_qpn;
     wire           term_local;               // the record is a local failure's: QP_ERROR, not TERM_SENT
     reg  [15:0]    term_ev_cause;
     reg  [31:0]    term_ev_info;
     reg  [7:0]     term_ev_type;
-    reg  [400:0]   term_rd;                  // read data of term
+    wire [401:0]   rf_rec;                   // a refused ring write's silent record
+    reg  [401:0]   term_rd;                  // read data of term
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
@@ -369,6 +388,8 @@ module card_tx_w64 (
     wire [9:0]     qterm_qp;
     wire [1023:0]  qterm_1h;
     wire           term_sent;                // the engine wrote its QP's Terminate back
+    wire [9:0]     qrf_qp;
+    wire [1023:0]  qrf_1h;
     reg  [1023:0]  term_pend;                // the QP has a Terminate to send
     wire           term_pend_cur;            // the engine's QP has a Terminate to send
     wire           term_blame_used;          // the engine's flushed WQE took its QP's blame
@@ -544,6 +565,7 @@ module card_tx_w64 (
     wire [9:0]     qerr_qp;
     wire [1023:0]  qerr_1h;
     wire           err_enqueue;              // a QP put in error flushes its posted work
+    wire           rf_enqueue;               // a refused ring write's QP gets a turn for its silent record
     wire           push_new;                 // a pushed block is kept
     wire           baddb_set;                // a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI
     wire           baddb_eng;                // the engine found its QP's TXS_CI bad
@@ -623,7 +645,8 @@ module card_tx_w64 (
     wire           push2_hit;
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
-    wire           term_go;                  // send the QP's Terminate
+    wire           term_silent_wait;         // the QP's record is silent and the event slot is taken: its DMA_FAULT waits
+    wire           term_go;                  // send the QP's Terminate (a silent record: raise DMA_FAULT)
     wire           rsp_ready;                // the QP's oldest Read Request can be answered (dropped)
     wire           rsp_go;                   // answer (drop) the QP's oldest Read Request
     wire           wqe_ready;                // a WQE can start
@@ -635,16 +658,19 @@ module card_tx_w64 (
     wire           wqe_go;                   // a WQE starts (no TERM_SENT waits: its lkey check may fail)
     wire           txs_ci_bad;               // TXS_CI ran past TXS_PI and the QP has bytes to send
     wire           txs_ci_bad_go;            // ... reported now (the doorbell path has none)
-    wire           wqe_ev_wait;              // the WQE or Read Response waits in decide for the event slot (card_cq takes it)
+    wire           wqe_ev_wait;              // the WQE, Read Response or silent record waits in decide for the event slot (card_cq takes it)
     wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
     reg            term_mode;                // the engine sends its QP's Terminate (a stand-in header: no WQE)
-    reg  [400:0]   cur_term;                 // the QP's Terminate record
+    reg  [401:0]   cur_term;                 // the QP's Terminate record
     wire [15:0]    cur_term_cause;
     wire [15:0]    cur_term_seglen;
     wire [143:0]   cur_term_hdr;
     wire [223:0]   cur_term_rdma;
-    wire           cur_term_recv;            // the QP's Terminate was received: nothing to send
+    wire           cur_term_recv;            // the QP's Terminate was received (or the record is silent): nothing to send
+    wire           cur_term_silent;          // the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut
+    wire [31:0]    cur_term_cut;             // a silent record's cut: TXS_PI goes back to it
+    wire [63:0]    cur_term_addr;            // a silent record's refused address
     wire [7:0]     term_etype;               // layer and error type
     wire           term_no_hdrs;             // a local catastrophic, MPA or version/opcode error: no header is copied
     wire           term_md;                  // M and D: the segment length and the DDP header are copied
@@ -947,6 +973,8 @@ module card_tx_w64 (
     reg  [15:0]    qa0_cut;
     reg            qa0_last;
     reg            qa0_drop;
+    reg  [9:0]     qa0_qp;
+    reg  [31:0]    qa0_off;
     reg  [51:0]    qa1_base;
     reg  [23:0]    qa1_pos;
     reg  [15:0]    qa1_len;
@@ -954,6 +982,8 @@ module card_tx_w64 (
     reg  [15:0]    qa1_cut;
     reg            qa1_last;
     reg            qa1_drop;
+    reg  [9:0]     qa1_qp;
+    reg  [31:0]    qa1_off;
     reg  [51:0]    qa2_base;
     reg  [23:0]    qa2_pos;
     reg  [15:0]    qa2_len;
@@ -961,6 +991,8 @@ module card_tx_w64 (
     reg  [15:0]    qa2_cut;
     reg            qa2_last;
     reg            qa2_drop;
+    reg  [9:0]     qa2_qp;
+    reg  [31:0]    qa2_off;
     reg  [51:0]    qa3_base;
     reg  [23:0]    qa3_pos;
     reg  [15:0]    qa3_len;
@@ -968,6 +1000,8 @@ module card_tx_w64 (
     reg  [15:0]    qa3_cut;
     reg            qa3_last;
     reg            qa3_drop;
+    reg  [9:0]     qa3_qp;
+    reg  [31:0]    qa3_off;
     wire [2:0]     qa_wpos;                  // where a pushed entry goes
     wire           qa0_push;
     wire           qa1_push;
@@ -1011,6 +1045,7 @@ module card_tx_w64 (
     wire           wr_req_ready;
     wire           wr_req_valid;
     wire           wr_req_go;
+    reg  [5:0]     wr_seq;                   // the next ring write's number
     wire [63:0]    wr_req_addr;              // the ring's base, plus the FPDU's place for its first write
     wire [15:0]    wr_req_n;
     wire           wr_req_end;               // the FPDU's last write
@@ -1051,6 +1086,9 @@ module card_tx_w64 (
     wire           wr_done_valid;
     wire [7:0]     wr_done_tag;
     wire           wr_done_err;
+    wire [5:0]     wr_done_err_burst;        // the request's first refused burst
+    wire           wr_done_ready;            // a completion is taken (an error one waits, below)
+    wire           wr_done_go;
     wire [3:0]     cq_pop;
     wire           read_sent;                // the WQE is a Read whose Read Request went (or goes) out
     wire           wqe_retires;              // a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
@@ -1067,7 +1105,7 @@ module card_tx_w64 (
     wire           late_prot_flush;          // the flush reached the WQE that failed behind a Read: its own status
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
-    wire [31:0]    wb_txs_pi;                // TXS_PI after the WQE: the cut when its payload read faulted
+    wire [31:0]    wb_txs_pi;                // TXS_PI after the WQE: the cut when its payload read faulted, or a refused ring write's
     wire           no_record;                // the write-back gives no record (the walk reached an outstanding Read)
     wire           rsp_fault;                // a Read Response's source failed its remote-read check
     wire [15:0]    rev_cause;                // mem.Fault.Cause(UseRemoteRead)
@@ -1094,6 +1132,7 @@ module card_tx_w64 (
     reg  [15:0]    cq0_blame;
     reg            cq0_mal;
     reg            cq0_cut;
+    reg            cq0_wqe;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -1110,6 +1149,7 @@ module card_tx_w64 (
     reg  [15:0]    cq1_blame;
     reg            cq1_mal;
     reg            cq1_cut;
+    reg            cq1_wqe;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -1126,6 +1166,7 @@ module card_tx_w64 (
     reg  [15:0]    cq2_blame;
     reg            cq2_mal;
     reg            cq2_cut;
+    reg            cq2_wqe;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -1142,6 +1183,7 @@ module card_tx_w64 (
     reg  [15:0]    cq3_blame;
     reg            cq3_mal;
     reg            cq3_cut;
+    reg            cq3_wqe;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -1158,6 +1200,7 @@ module card_tx_w64 (
     reg  [15:0]    cq4_blame;
     reg            cq4_mal;
     reg            cq4_cut;
+    reg            cq4_wqe;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -1174,6 +1217,7 @@ module card_tx_w64 (
     reg  [15:0]    cq5_blame;
     reg            cq5_mal;
     reg            cq5_cut;
+    reg            cq5_wqe;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -1190,6 +1234,7 @@ module card_tx_w64 (
     reg  [15:0]    cq6_blame;
     reg            cq6_mal;
     reg            cq6_cut;
+    reg            cq6_wqe;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -1206,6 +1251,7 @@ module card_tx_w64 (
     reg  [15:0]    cq7_blame;
     reg            cq7_mal;
     reg            cq7_cut;
+    reg            cq7_wqe;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -1224,9 +1270,34 @@ module card_tx_w64 (
     reg  [7:0]     ab_wait;                  // FPDU writes the cut record waits for
     reg            rreq_done_v;
     wire           rreq_done_free;
+    reg  [105:0]   wr_info_rd;               // read data of wr_info
+    reg            rf_seen;                  // an error completion was taken last cycle: its write is read from wr_info
+    reg            rf_new;                   // ... two cycles ago: its QP is looked up in rf_dead
+    reg            rf_v;                     // a refused ring write's QP waits to be put in error
+    wire           rf_head_waits;            // no record can go out before more write responses
+    wire           rf_busy;                  // a refused write is being looked up: no record goes out
+    reg  [5:0]     rf_burst;                 // the refused write's first refused burst
+    wire [9:0]     rf_info_qp;
+    wire [31:0]    rf_info_cut;              // the refused FPDU's stream offset
+    wire [63:0]    rf_info_addr;             // the write's address
+    wire [63:0]    rf_info_fault;            // the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)
+    wire           rf_dead_set;
+    reg  [1023:0]  rf_dead;                  // a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
+    wire           rf_drop;                  // the refused write's QP is not live, or has a Terminate pending: it is only dead
+    reg  [31:0]    rf_cut;
+    reg  [63:0]    rf_addr;
+    wire           rf_live;
+    wire [9:0]     qrfq_qp;
+    wire [1023:0]  qrfq_1h;
+    wire           rf_queued;
+    wire           rf_go;
+    wire [9:0]     qrfh_qp;
+    wire [1023:0]  qrfh_1h;
+    wire           rf_head_dead;             // the head record is a dead QP's (not its Terminate record)
     wire           cpl_load;
     reg  [9:0]     rreq_done_qpn_q;
     reg            cpl_cqe_q;
+    reg            cpl_keep_txs_q;
     reg  [9:0]     cpl_cq_q;
     reg  [9:0]     cpl_qpn_q;
     reg  [63:0]    cpl_wr_id_q;
@@ -1278,8 +1349,9 @@ module card_tx_w64 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
+    reg  [1:0] qp_state_f [0:1023];          // QP state, read for a refused ring write's QP
     reg  [1:0] qp_closed [0:1023];           // bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
-    reg  [400:0] term [0:1023];              // the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
+    reg  [401:0] term [0:1023];              // the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
@@ -1291,6 +1363,7 @@ module card_tx_w64 (
     reg  [63:0] wqe_buf [0:63];              // the WQE past its header (the inline payload)
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
+    reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
 
     assign in_state0 = eng_state == 5'h00;
     assign in_state1 = eng_state == 5'h01;
@@ -1323,10 +1396,11 @@ module card_tx_w64 (
     assign cmd_rd_next = (((cmd_valid & ~db_v) & in_state0) & ~cmd_is_create) & ~cmd_rd;
     assign s_term_ready = cmd_sel_term & cmd_go;
     assign cmd_create = cmd_go & cmd_is_create;
-    assign qp_state_wd = (prot_err | (cmd_op == 4'h3)) ? 2'h2 : ((cmd_op == 4'h1) ? 2'h1 : 2'h0);
-    assign qp_state_wa = prot_err ? cur_qp : cmd_num;
+    assign qp_state_wd = ((prot_err | rf_store) | (cmd_op == 4'h3)) ? 2'h2 : ((cmd_op == 4'h1) ? 2'h1 : 2'h0);
+    assign qp_state_wa = prot_err ? cur_qp : (rf_store ? rf_qp : cmd_num);
     assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
-    assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign qp_state_busy = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign qp_state_we = qp_state_busy | rf_store;
     assign qp_closed_clear = cmd_go & (cmd_op == 4'h1);
     assign qp_closed_set = qp_closed_pend | s_closed_valid;
     assign qp_closed_set_qp = qp_closed_pend ? qp_closed_pend_qp : s_closed_qpn;
@@ -1334,17 +1408,17 @@ module card_tx_w64 (
     assign term_ev_set = term_new | prot_term;
     assign gf_ev = gf_ev_pend & ~term_ev_v;
     assign wf_qp_error = prot_term & (wqe_fault | gf_fault);
-    assign term_ev_load = ((term_ev_set | wf_ev) | term_fault_go) | gf_ev;
+    assign term_ev_load = ((((term_ev_set | wf_ev) | term_fault_go) | gf_ev) | rf_ev) | rf_err_ev;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign term_local = term_new & |s_term_reason;
     assign m_ev_cause = term_ev_cause;
     assign m_ev_info = term_ev_info;
     assign m_ev_type = term_ev_type;
-    assign m_fault_valid = (wf_ev | term_fault_go) | gf_ev;
-    assign m_fault_qpn = (wf_ev | gf_ev) ? cur_qp : (s_term_qpn & {10{term_fault_go}});
-    assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (s_term_fault_addr & {64{term_fault_go}}));
-    assign m_fault_write = ((term_fault_go & ~wf_ev) & ~gf_ev) & s_term_fault_write;
+    assign m_fault_valid = ((wf_ev | term_fault_go) | gf_ev) | rf_ev;
+    assign m_fault_qpn = ((wf_ev | gf_ev) | rf_ev) ? cur_qp : (s_term_qpn & {10{term_fault_go}});
+    assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (rf_ev ? rf_ev_addr : (s_term_fault_addr & {64{term_fault_go}})));
+    assign m_fault_write = rf_ev | (((term_fault_go & ~wf_ev) & ~gf_ev) & s_term_fault_write);
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -5455,6 +5529,1033 @@ module card_tx_w64 (
         qterm_qp == 10'h001,
         qterm_qp == 10'h000
     };
+    assign qrf_qp = rf_qp;
+    assign qrf_1h = {
+        qrf_qp == 10'h3ff,
+        qrf_qp == 10'h3fe,
+        qrf_qp == 10'h3fd,
+        qrf_qp == 10'h3fc,
+        qrf_qp == 10'h3fb,
+        qrf_qp == 10'h3fa,
+        qrf_qp == 10'h3f9,
+        qrf_qp == 10'h3f8,
+        qrf_qp == 10'h3f7,
+        qrf_qp == 10'h3f6,
+        qrf_qp == 10'h3f5,
+        qrf_qp == 10'h3f4,
+        qrf_qp == 10'h3f3,
+        qrf_qp == 10'h3f2,
+        qrf_qp == 10'h3f1,
+        qrf_qp == 10'h3f0,
+        qrf_qp == 10'h3ef,
+        qrf_qp == 10'h3ee,
+        qrf_qp == 10'h3ed,
+        qrf_qp == 10'h3ec,
+        qrf_qp == 10'h3eb,
+        qrf_qp == 10'h3ea,
+        qrf_qp == 10'h3e9,
+        qrf_qp == 10'h3e8,
+        qrf_qp == 10'h3e7,
+        qrf_qp == 10'h3e6,
+        qrf_qp == 10'h3e5,
+        qrf_qp == 10'h3e4,
+        qrf_qp == 10'h3e3,
+        qrf_qp == 10'h3e2,
+        qrf_qp == 10'h3e1,
+        qrf_qp == 10'h3e0,
+        qrf_qp == 10'h3df,
+        qrf_qp == 10'h3de,
+        qrf_qp == 10'h3dd,
+        qrf_qp == 10'h3dc,
+        qrf_qp == 10'h3db,
+        qrf_qp == 10'h3da,
+        qrf_qp == 10'h3d9,
+        qrf_qp == 10'h3d8,
+        qrf_qp == 10'h3d7,
+        qrf_qp == 10'h3d6,
+        qrf_qp == 10'h3d5,
+        qrf_qp == 10'h3d4,
+        qrf_qp == 10'h3d3,
+        qrf_qp == 10'h3d2,
+        qrf_qp == 10'h3d1,
+        qrf_qp == 10'h3d0,
+        qrf_qp == 10'h3cf,
+        qrf_qp == 10'h3ce,
+        qrf_qp == 10'h3cd,
+        qrf_qp == 10'h3cc,
+        qrf_qp == 10'h3cb,
+        qrf_qp == 10'h3ca,
+        qrf_qp == 10'h3c9,
+        qrf_qp == 10'h3c8,
+        qrf_qp == 10'h3c7,
+        qrf_qp == 10'h3c6,
+        qrf_qp == 10'h3c5,
+        qrf_qp == 10'h3c4,
+        qrf_qp == 10'h3c3,
+        qrf_qp == 10'h3c2,
+        qrf_qp == 10'h3c1,
+        qrf_qp == 10'h3c0,
+        qrf_qp == 10'h3bf,
+        qrf_qp == 10'h3be,
+        qrf_qp == 10'h3bd,
+        qrf_qp == 10'h3bc,
+        qrf_qp == 10'h3bb,
+        qrf_qp == 10'h3ba,
+        qrf_qp == 10'h3b9,
+        qrf_qp == 10'h3b8,
+        qrf_qp == 10'h3b7,
+        qrf_qp == 10'h3b6,
+        qrf_qp == 10'h3b5,
+        qrf_qp == 10'h3b4,
+        qrf_qp == 10'h3b3,
+        qrf_qp == 10'h3b2,
+        qrf_qp == 10'h3b1,
+        qrf_qp == 10'h3b0,
+        qrf_qp == 10'h3af,
+        qrf_qp == 10'h3ae,
+        qrf_qp == 10'h3ad,
+        qrf_qp == 10'h3ac,
+        qrf_qp == 10'h3ab,
+        qrf_qp == 10'h3aa,
+        qrf_qp == 10'h3a9,
+        qrf_qp == 10'h3a8,
+        qrf_qp == 10'h3a7,
+        qrf_qp == 10'h3a6,
+        qrf_qp == 10'h3a5,
+        qrf_qp == 10'h3a4,
+        qrf_qp == 10'h3a3,
+        qrf_qp == 10'h3a2,
+        qrf_qp == 10'h3a1,
+        qrf_qp == 10'h3a0,
+        qrf_qp == 10'h39f,
+        qrf_qp == 10'h39e,
+        qrf_qp == 10'h39d,
+        qrf_qp == 10'h39c,
+        qrf_qp == 10'h39b,
+        qrf_qp == 10'h39a,
+        qrf_qp == 10'h399,
+        qrf_qp == 10'h398,
+        qrf_qp == 10'h397,
+        qrf_qp == 10'h396,
+        qrf_qp == 10'h395,
+        qrf_qp == 10'h394,
+        qrf_qp == 10'h393,
+        qrf_qp == 10'h392,
+        qrf_qp == 10'h391,
+        qrf_qp == 10'h390,
+        qrf_qp == 10'h38f,
+        qrf_qp == 10'h38e,
+        qrf_qp == 10'h38d,
+        qrf_qp == 10'h38c,
+        qrf_qp == 10'h38b,
+        qrf_qp == 10'h38a,
+        qrf_qp == 10'h389,
+        qrf_qp == 10'h388,
+        qrf_qp == 10'h387,
+        qrf_qp == 10'h386,
+        qrf_qp == 10'h385,
+        qrf_qp == 10'h384,
+        qrf_qp == 10'h383,
+        qrf_qp == 10'h382,
+        qrf_qp == 10'h381,
+        qrf_qp == 10'h380,
+        qrf_qp == 10'h37f,
+        qrf_qp == 10'h37e,
+        qrf_qp == 10'h37d,
+        qrf_qp == 10'h37c,
+        qrf_qp == 10'h37b,
+        qrf_qp == 10'h37a,
+        qrf_qp == 10'h379,
+        qrf_qp == 10'h378,
+        qrf_qp == 10'h377,
+        qrf_qp == 10'h376,
+        qrf_qp == 10'h375,
+        qrf_qp == 10'h374,
+        qrf_qp == 10'h373,
+        qrf_qp == 10'h372,
+        qrf_qp == 10'h371,
+        qrf_qp == 10'h370,
+        qrf_qp == 10'h36f,
+        qrf_qp == 10'h36e,
+        qrf_qp == 10'h36d,
+        qrf_qp == 10'h36c,
+        qrf_qp == 10'h36b,
+        qrf_qp == 10'h36a,
+        qrf_qp == 10'h369,
+        qrf_qp == 10'h368,
+        qrf_qp == 10'h367,
+        qrf_qp == 10'h366,
+        qrf_qp == 10'h365,
+        qrf_qp == 10'h364,
+        qrf_qp == 10'h363,
+        qrf_qp == 10'h362,
+        qrf_qp == 10'h361,
+        qrf_qp == 10'h360,
+        qrf_qp == 10'h35f,
+        qrf_qp == 10'h35e,
+        qrf_qp == 10'h35d,
+        qrf_qp == 10'h35c,
+        qrf_qp == 10'h35b,
+        qrf_qp == 10'h35a,
+        qrf_qp == 10'h359,
+        qrf_qp == 10'h358,
+        qrf_qp == 10'h357,
+        qrf_qp == 10'h356,
+        qrf_qp == 10'h355,
+        qrf_qp == 10'h354,
+        qrf_qp == 10'h353,
+        qrf_qp == 10'h352,
+        qrf_qp == 10'h351,
+        qrf_qp == 10'h350,
+        qrf_qp == 10'h34f,
+        qrf_qp == 10'h34e,
+        qrf_qp == 10'h34d,
+        qrf_qp == 10'h34c,
+        qrf_qp == 10'h34b,
+        qrf_qp == 10'h34a,
+        qrf_qp == 10'h349,
+        qrf_qp == 10'h348,
+        qrf_qp == 10'h347,
+        qrf_qp == 10'h346,
+        qrf_qp == 10'h345,
+        qrf_qp == 10'h344,
+        qrf_qp == 10'h343,
+        qrf_qp == 10'h342,
+        qrf_qp == 10'h341,
+        qrf_qp == 10'h340,
+        qrf_qp == 10'h33f,
+        qrf_qp == 10'h33e,
+        qrf_qp == 10'h33d,
+        qrf_qp == 10'h33c,
+        qrf_qp == 10'h33b,
+        qrf_qp == 10'h33a,
+        qrf_qp == 10'h339,
+        qrf_qp == 10'h338,
+        qrf_qp == 10'h337,
+        qrf_qp == 10'h336,
+        qrf_qp == 10'h335,
+        qrf_qp == 10'h334,
+        qrf_qp == 10'h333,
+        qrf_qp == 10'h332,
+        qrf_qp == 10'h331,
+        qrf_qp == 10'h330,
+        qrf_qp == 10'h32f,
+        qrf_qp == 10'h32e,
+        qrf_qp == 10'h32d,
+        qrf_qp == 10'h32c,
+        qrf_qp == 10'h32b,
+        qrf_qp == 10'h32a,
+        qrf_qp == 10'h329,
+        qrf_qp == 10'h328,
+        qrf_qp == 10'h327,
+        qrf_qp == 10'h326,
+        qrf_qp == 10'h325,
+        qrf_qp == 10'h324,
+        qrf_qp == 10'h323,
+        qrf_qp == 10'h322,
+        qrf_qp == 10'h321,
+        qrf_qp == 10'h320,
+        qrf_qp == 10'h31f,
+        qrf_qp == 10'h31e,
+        qrf_qp == 10'h31d,
+        qrf_qp == 10'h31c,
+        qrf_qp == 10'h31b,
+        qrf_qp == 10'h31a,
+        qrf_qp == 10'h319,
+        qrf_qp == 10'h318,
+        qrf_qp == 10'h317,
+        qrf_qp == 10'h316,
+        qrf_qp == 10'h315,
+        qrf_qp == 10'h314,
+        qrf_qp == 10'h313,
+        qrf_qp == 10'h312,
+        qrf_qp == 10'h311,
+        qrf_qp == 10'h310,
+        qrf_qp == 10'h30f,
+        qrf_qp == 10'h30e,
+        qrf_qp == 10'h30d,
+        qrf_qp == 10'h30c,
+        qrf_qp == 10'h30b,
+        qrf_qp == 10'h30a,
+        qrf_qp == 10'h309,
+        qrf_qp == 10'h308,
+        qrf_qp == 10'h307,
+        qrf_qp == 10'h306,
+        qrf_qp == 10'h305,
+        qrf_qp == 10'h304,
+        qrf_qp == 10'h303,
+        qrf_qp == 10'h302,
+        qrf_qp == 10'h301,
+        qrf_qp == 10'h300,
+        qrf_qp == 10'h2ff,
+        qrf_qp == 10'h2fe,
+        qrf_qp == 10'h2fd,
+        qrf_qp == 10'h2fc,
+        qrf_qp == 10'h2fb,
+        qrf_qp == 10'h2fa,
+        qrf_qp == 10'h2f9,
+        qrf_qp == 10'h2f8,
+        qrf_qp == 10'h2f7,
+        qrf_qp == 10'h2f6,
+        qrf_qp == 10'h2f5,
+        qrf_qp == 10'h2f4,
+        qrf_qp == 10'h2f3,
+        qrf_qp == 10'h2f2,
+        qrf_qp == 10'h2f1,
+        qrf_qp == 10'h2f0,
+        qrf_qp == 10'h2ef,
+        qrf_qp == 10'h2ee,
+        qrf_qp == 10'h2ed,
+        qrf_qp == 10'h2ec,
+        qrf_qp == 10'h2eb,
+        qrf_qp == 10'h2ea,
+        qrf_qp == 10'h2e9,
+        qrf_qp == 10'h2e8,
+        qrf_qp == 10'h2e7,
+        qrf_qp == 10'h2e6,
+        qrf_qp == 10'h2e5,
+        qrf_qp == 10'h2e4,
+        qrf_qp == 10'h2e3,
+        qrf_qp == 10'h2e2,
+        qrf_qp == 10'h2e1,
+        qrf_qp == 10'h2e0,
+        qrf_qp == 10'h2df,
+        qrf_qp == 10'h2de,
+        qrf_qp == 10'h2dd,
+        qrf_qp == 10'h2dc,
+        qrf_qp == 10'h2db,
+        qrf_qp == 10'h2da,
+        qrf_qp == 10'h2d9,
+        qrf_qp == 10'h2d8,
+        qrf_qp == 10'h2d7,
+        qrf_qp == 10'h2d6,
+        qrf_qp == 10'h2d5,
+        qrf_qp == 10'h2d4,
+        qrf_qp == 10'h2d3,
+        qrf_qp == 10'h2d2,
+        qrf_qp == 10'h2d1,
+        qrf_qp == 10'h2d0,
+        qrf_qp == 10'h2cf,
+        qrf_qp == 10'h2ce,
+        qrf_qp == 10'h2cd,
+        qrf_qp == 10'h2cc,
+        qrf_qp == 10'h2cb,
+        qrf_qp == 10'h2ca,
+        qrf_qp == 10'h2c9,
+        qrf_qp == 10'h2c8,
+        qrf_qp == 10'h2c7,
+        qrf_qp == 10'h2c6,
+        qrf_qp == 10'h2c5,
+        qrf_qp == 10'h2c4,
+        qrf_qp == 10'h2c3,
+        qrf_qp == 10'h2c2,
+        qrf_qp == 10'h2c1,
+        qrf_qp == 10'h2c0,
+        qrf_qp == 10'h2bf,
+        qrf_qp == 10'h2be,
+        qrf_qp == 10'h2bd,
+        qrf_qp == 10'h2bc,
+        qrf_qp == 10'h2bb,
+        qrf_qp == 10'h2ba,
+        qrf_qp == 10'h2b9,
+        qrf_qp == 10'h2b8,
+        qrf_qp == 10'h2b7,
+        qrf_qp == 10'h2b6,
+        qrf_qp == 10'h2b5,
+        qrf_qp == 10'h2b4,
+        qrf_qp == 10'h2b3,
+        qrf_qp == 10'h2b2,
+        qrf_qp == 10'h2b1,
+        qrf_qp == 10'h2b0,
+        qrf_qp == 10'h2af,
+        qrf_qp == 10'h2ae,
+        qrf_qp == 10'h2ad,
+        qrf_qp == 10'h2ac,
+        qrf_qp == 10'h2ab,
+        qrf_qp == 10'h2aa,
+        qrf_qp == 10'h2a9,
+        qrf_qp == 10'h2a8,
+        qrf_qp == 10'h2a7,
+        qrf_qp == 10'h2a6,
+        qrf_qp == 10'h2a5,
+        qrf_qp == 10'h2a4,
+        qrf_qp == 10'h2a3,
+        qrf_qp == 10'h2a2,
+        qrf_qp == 10'h2a1,
+        qrf_qp == 10'h2a0,
+        qrf_qp == 10'h29f,
+        qrf_qp == 10'h29e,
+        qrf_qp == 10'h29d,
+        qrf_qp == 10'h29c,
+        qrf_qp == 10'h29b,
+        qrf_qp == 10'h29a,
+        qrf_qp == 10'h299,
+        qrf_qp == 10'h298,
+        qrf_qp == 10'h297,
+        qrf_qp == 10'h296,
+        qrf_qp == 10'h295,
+        qrf_qp == 10'h294,
+        qrf_qp == 10'h293,
+        qrf_qp == 10'h292,
+        qrf_qp == 10'h291,
+        qrf_qp == 10'h290,
+        qrf_qp == 10'h28f,
+        qrf_qp == 10'h28e,
+        qrf_qp == 10'h28d,
+        qrf_qp == 10'h28c,
+        qrf_qp == 10'h28b,
+        qrf_qp == 10'h28a,
+        qrf_qp == 10'h289,
+        qrf_qp == 10'h288,
+        qrf_qp == 10'h287,
+        qrf_qp == 10'h286,
+        qrf_qp == 10'h285,
+        qrf_qp == 10'h284,
+        qrf_qp == 10'h283,
+        qrf_qp == 10'h282,
+        qrf_qp == 10'h281,
+        qrf_qp == 10'h280,
+        qrf_qp == 10'h27f,
+        qrf_qp == 10'h27e,
+        qrf_qp == 10'h27d,
+        qrf_qp == 10'h27c,
+        qrf_qp == 10'h27b,
+        qrf_qp == 10'h27a,
+        qrf_qp == 10'h279,
+        qrf_qp == 10'h278,
+        qrf_qp == 10'h277,
+        qrf_qp == 10'h276,
+        qrf_qp == 10'h275,
+        qrf_qp == 10'h274,
+        qrf_qp == 10'h273,
+        qrf_qp == 10'h272,
+        qrf_qp == 10'h271,
+        qrf_qp == 10'h270,
+        qrf_qp == 10'h26f,
+        qrf_qp == 10'h26e,
+        qrf_qp == 10'h26d,
+        qrf_qp == 10'h26c,
+        qrf_qp == 10'h26b,
+        qrf_qp == 10'h26a,
+        qrf_qp == 10'h269,
+        qrf_qp == 10'h268,
+        qrf_qp == 10'h267,
+        qrf_qp == 10'h266,
+        qrf_qp == 10'h265,
+        qrf_qp == 10'h264,
+        qrf_qp == 10'h263,
+        qrf_qp == 10'h262,
+        qrf_qp == 10'h261,
+        qrf_qp == 10'h260,
+        qrf_qp == 10'h25f,
+        qrf_qp == 10'h25e,
+        qrf_qp == 10'h25d,
+        qrf_qp == 10'h25c,
+        qrf_qp == 10'h25b,
+        qrf_qp == 10'h25a,
+        qrf_qp == 10'h259,
+        qrf_qp == 10'h258,
+        qrf_qp == 10'h257,
+        qrf_qp == 10'h256,
+        qrf_qp == 10'h255,
+        qrf_qp == 10'h254,
+        qrf_qp == 10'h253,
+        qrf_qp == 10'h252,
+        qrf_qp == 10'h251,
+        qrf_qp == 10'h250,
+        qrf_qp == 10'h24f,
+        qrf_qp == 10'h24e,
+        qrf_qp == 10'h24d,
+        qrf_qp == 10'h24c,
+        qrf_qp == 10'h24b,
+        qrf_qp == 10'h24a,
+        qrf_qp == 10'h249,
+        qrf_qp == 10'h248,
+        qrf_qp == 10'h247,
+        qrf_qp == 10'h246,
+        qrf_qp == 10'h245,
+        qrf_qp == 10'h244,
+        qrf_qp == 10'h243,
+        qrf_qp == 10'h242,
+        qrf_qp == 10'h241,
+        qrf_qp == 10'h240,
+        qrf_qp == 10'h23f,
+        qrf_qp == 10'h23e,
+        qrf_qp == 10'h23d,
+        qrf_qp == 10'h23c,
+        qrf_qp == 10'h23b,
+        qrf_qp == 10'h23a,
+        qrf_qp == 10'h239,
+        qrf_qp == 10'h238,
+        qrf_qp == 10'h237,
+        qrf_qp == 10'h236,
+        qrf_qp == 10'h235,
+        qrf_qp == 10'h234,
+        qrf_qp == 10'h233,
+        qrf_qp == 10'h232,
+        qrf_qp == 10'h231,
+        qrf_qp == 10'h230,
+        qrf_qp == 10'h22f,
+        qrf_qp == 10'h22e,
+        qrf_qp == 10'h22d,
+        qrf_qp == 10'h22c,
+        qrf_qp == 10'h22b,
+        qrf_qp == 10'h22a,
+        qrf_qp == 10'h229,
+        qrf_qp == 10'h228,
+        qrf_qp == 10'h227,
+        qrf_qp == 10'h226,
+        qrf_qp == 10'h225,
+        qrf_qp == 10'h224,
+        qrf_qp == 10'h223,
+        qrf_qp == 10'h222,
+        qrf_qp == 10'h221,
+        qrf_qp == 10'h220,
+        qrf_qp == 10'h21f,
+        qrf_qp == 10'h21e,
+        qrf_qp == 10'h21d,
+        qrf_qp == 10'h21c,
+        qrf_qp == 10'h21b,
+        qrf_qp == 10'h21a,
+        qrf_qp == 10'h219,
+        qrf_qp == 10'h218,
+        qrf_qp == 10'h217,
+        qrf_qp == 10'h216,
+        qrf_qp == 10'h215,
+        qrf_qp == 10'h214,
+        qrf_qp == 10'h213,
+        qrf_qp == 10'h212,
+        qrf_qp == 10'h211,
+        qrf_qp == 10'h210,
+        qrf_qp == 10'h20f,
+        qrf_qp == 10'h20e,
+        qrf_qp == 10'h20d,
+        qrf_qp == 10'h20c,
+        qrf_qp == 10'h20b,
+        qrf_qp == 10'h20a,
+        qrf_qp == 10'h209,
+        qrf_qp == 10'h208,
+        qrf_qp == 10'h207,
+        qrf_qp == 10'h206,
+        qrf_qp == 10'h205,
+        qrf_qp == 10'h204,
+        qrf_qp == 10'h203,
+        qrf_qp == 10'h202,
+        qrf_qp == 10'h201,
+        qrf_qp == 10'h200,
+        qrf_qp == 10'h1ff,
+        qrf_qp == 10'h1fe,
+        qrf_qp == 10'h1fd,
+        qrf_qp == 10'h1fc,
+        qrf_qp == 10'h1fb,
+        qrf_qp == 10'h1fa,
+        qrf_qp == 10'h1f9,
+        qrf_qp == 10'h1f8,
+        qrf_qp == 10'h1f7,
+        qrf_qp == 10'h1f6,
+        qrf_qp == 10'h1f5,
+        qrf_qp == 10'h1f4,
+        qrf_qp == 10'h1f3,
+        qrf_qp == 10'h1f2,
+        qrf_qp == 10'h1f1,
+        qrf_qp == 10'h1f0,
+        qrf_qp == 10'h1ef,
+        qrf_qp == 10'h1ee,
+        qrf_qp == 10'h1ed,
+        qrf_qp == 10'h1ec,
+        qrf_qp == 10'h1eb,
+        qrf_qp == 10'h1ea,
+        qrf_qp == 10'h1e9,
+        qrf_qp == 10'h1e8,
+        qrf_qp == 10'h1e7,
+        qrf_qp == 10'h1e6,
+        qrf_qp == 10'h1e5,
+        qrf_qp == 10'h1e4,
+        qrf_qp == 10'h1e3,
+        qrf_qp == 10'h1e2,
+        qrf_qp == 10'h1e1,
+        qrf_qp == 10'h1e0,
+        qrf_qp == 10'h1df,
+        qrf_qp == 10'h1de,
+        qrf_qp == 10'h1dd,
+        qrf_qp == 10'h1dc,
+        qrf_qp == 10'h1db,
+        qrf_qp == 10'h1da,
+        qrf_qp == 10'h1d9,
+        qrf_qp == 10'h1d8,
+        qrf_qp == 10'h1d7,
+        qrf_qp == 10'h1d6,
+        qrf_qp == 10'h1d5,
+        qrf_qp == 10'h1d4,
+        qrf_qp == 10'h1d3,
+        qrf_qp == 10'h1d2,
+        qrf_qp == 10'h1d1,
+        qrf_qp == 10'h1d0,
+        qrf_qp == 10'h1cf,
+        qrf_qp == 10'h1ce,
+        qrf_qp == 10'h1cd,
+        qrf_qp == 10'h1cc,
+        qrf_qp == 10'h1cb,
+        qrf_qp == 10'h1ca,
+        qrf_qp == 10'h1c9,
+        qrf_qp == 10'h1c8,
+        qrf_qp == 10'h1c7,
+        qrf_qp == 10'h1c6,
+        qrf_qp == 10'h1c5,
+        qrf_qp == 10'h1c4,
+        qrf_qp == 10'h1c3,
+        qrf_qp == 10'h1c2,
+        qrf_qp == 10'h1c1,
+        qrf_qp == 10'h1c0,
+        qrf_qp == 10'h1bf,
+        qrf_qp == 10'h1be,
+        qrf_qp == 10'h1bd,
+        qrf_qp == 10'h1bc,
+        qrf_qp == 10'h1bb,
+        qrf_qp == 10'h1ba,
+        qrf_qp == 10'h1b9,
+        qrf_qp == 10'h1b8,
+        qrf_qp == 10'h1b7,
+        qrf_qp == 10'h1b6,
+        qrf_qp == 10'h1b5,
+        qrf_qp == 10'h1b4,
+        qrf_qp == 10'h1b3,
+        qrf_qp == 10'h1b2,
+        qrf_qp == 10'h1b1,
+        qrf_qp == 10'h1b0,
+        qrf_qp == 10'h1af,
+        qrf_qp == 10'h1ae,
+        qrf_qp == 10'h1ad,
+        qrf_qp == 10'h1ac,
+        qrf_qp == 10'h1ab,
+        qrf_qp == 10'h1aa,
+        qrf_qp == 10'h1a9,
+        qrf_qp == 10'h1a8,
+        qrf_qp == 10'h1a7,
+        qrf_qp == 10'h1a6,
+        qrf_qp == 10'h1a5,
+        qrf_qp == 10'h1a4,
+        qrf_qp == 10'h1a3,
+        qrf_qp == 10'h1a2,
+        qrf_qp == 10'h1a1,
+        qrf_qp == 10'h1a0,
+        qrf_qp == 10'h19f,
+        qrf_qp == 10'h19e,
+        qrf_qp == 10'h19d,
+        qrf_qp == 10'h19c,
+        qrf_qp == 10'h19b,
+        qrf_qp == 10'h19a,
+        qrf_qp == 10'h199,
+        qrf_qp == 10'h198,
+        qrf_qp == 10'h197,
+        qrf_qp == 10'h196,
+        qrf_qp == 10'h195,
+        qrf_qp == 10'h194,
+        qrf_qp == 10'h193,
+        qrf_qp == 10'h192,
+        qrf_qp == 10'h191,
+        qrf_qp == 10'h190,
+        qrf_qp == 10'h18f,
+        qrf_qp == 10'h18e,
+        qrf_qp == 10'h18d,
+        qrf_qp == 10'h18c,
+        qrf_qp == 10'h18b,
+        qrf_qp == 10'h18a,
+        qrf_qp == 10'h189,
+        qrf_qp == 10'h188,
+        qrf_qp == 10'h187,
+        qrf_qp == 10'h186,
+        qrf_qp == 10'h185,
+        qrf_qp == 10'h184,
+        qrf_qp == 10'h183,
+        qrf_qp == 10'h182,
+        qrf_qp == 10'h181,
+        qrf_qp == 10'h180,
+        qrf_qp == 10'h17f,
+        qrf_qp == 10'h17e,
+        qrf_qp == 10'h17d,
+        qrf_qp == 10'h17c,
+        qrf_qp == 10'h17b,
+        qrf_qp == 10'h17a,
+        qrf_qp == 10'h179,
+        qrf_qp == 10'h178,
+        qrf_qp == 10'h177,
+        qrf_qp == 10'h176,
+        qrf_qp == 10'h175,
+        qrf_qp == 10'h174,
+        qrf_qp == 10'h173,
+        qrf_qp == 10'h172,
+        qrf_qp == 10'h171,
+        qrf_qp == 10'h170,
+        qrf_qp == 10'h16f,
+        qrf_qp == 10'h16e,
+        qrf_qp == 10'h16d,
+        qrf_qp == 10'h16c,
+        qrf_qp == 10'h16b,
+        qrf_qp == 10'h16a,
+        qrf_qp == 10'h169,
+        qrf_qp == 10'h168,
+        qrf_qp == 10'h167,
+        qrf_qp == 10'h166,
+        qrf_qp == 10'h165,
+        qrf_qp == 10'h164,
+        qrf_qp == 10'h163,
+        qrf_qp == 10'h162,
+        qrf_qp == 10'h161,
+        qrf_qp == 10'h160,
+        qrf_qp == 10'h15f,
+        qrf_qp == 10'h15e,
+        qrf_qp == 10'h15d,
+        qrf_qp == 10'h15c,
+        qrf_qp == 10'h15b,
+        qrf_qp == 10'h15a,
+        qrf_qp == 10'h159,
+        qrf_qp == 10'h158,
+        qrf_qp == 10'h157,
+        qrf_qp == 10'h156,
+        qrf_qp == 10'h155,
+        qrf_qp == 10'h154,
+        qrf_qp == 10'h153,
+        qrf_qp == 10'h152,
+        qrf_qp == 10'h151,
+        qrf_qp == 10'h150,
+        qrf_qp == 10'h14f,
+        qrf_qp == 10'h14e,
+        qrf_qp == 10'h14d,
+        qrf_qp == 10'h14c,
+        qrf_qp == 10'h14b,
+        qrf_qp == 10'h14a,
+        qrf_qp == 10'h149,
+        qrf_qp == 10'h148,
+        qrf_qp == 10'h147,
+        qrf_qp == 10'h146,
+        qrf_qp == 10'h145,
+        qrf_qp == 10'h144,
+        qrf_qp == 10'h143,
+        qrf_qp == 10'h142,
+        qrf_qp == 10'h141,
+        qrf_qp == 10'h140,
+        qrf_qp == 10'h13f,
+        qrf_qp == 10'h13e,
+        qrf_qp == 10'h13d,
+        qrf_qp == 10'h13c,
+        qrf_qp == 10'h13b,
+        qrf_qp == 10'h13a,
+        qrf_qp == 10'h139,
+        qrf_qp == 10'h138,
+        qrf_qp == 10'h137,
+        qrf_qp == 10'h136,
+        qrf_qp == 10'h135,
+        qrf_qp == 10'h134,
+        qrf_qp == 10'h133,
+        qrf_qp == 10'h132,
+        qrf_qp == 10'h131,
+        qrf_qp == 10'h130,
+        qrf_qp == 10'h12f,
+        qrf_qp == 10'h12e,
+        qrf_qp == 10'h12d,
+        qrf_qp == 10'h12c,
+        qrf_qp == 10'h12b,
+        qrf_qp == 10'h12a,
+        qrf_qp == 10'h129,
+        qrf_qp == 10'h128,
+        qrf_qp == 10'h127,
+        qrf_qp == 10'h126,
+        qrf_qp == 10'h125,
+        qrf_qp == 10'h124,
+        qrf_qp == 10'h123,
+        qrf_qp == 10'h122,
+        qrf_qp == 10'h121,
+        qrf_qp == 10'h120,
+        qrf_qp == 10'h11f,
+        qrf_qp == 10'h11e,
+        qrf_qp == 10'h11d,
+        qrf_qp == 10'h11c,
+        qrf_qp == 10'h11b,
+        qrf_qp == 10'h11a,
+        qrf_qp == 10'h119,
+        qrf_qp == 10'h118,
+        qrf_qp == 10'h117,
+        qrf_qp == 10'h116,
+        qrf_qp == 10'h115,
+        qrf_qp == 10'h114,
+        qrf_qp == 10'h113,
+        qrf_qp == 10'h112,
+        qrf_qp == 10'h111,
+        qrf_qp == 10'h110,
+        qrf_qp == 10'h10f,
+        qrf_qp == 10'h10e,
+        qrf_qp == 10'h10d,
+        qrf_qp == 10'h10c,
+        qrf_qp == 10'h10b,
+        qrf_qp == 10'h10a,
+        qrf_qp == 10'h109,
+        qrf_qp == 10'h108,
+        qrf_qp == 10'h107,
+        qrf_qp == 10'h106,
+        qrf_qp == 10'h105,
+        qrf_qp == 10'h104,
+        qrf_qp == 10'h103,
+        qrf_qp == 10'h102,
+        qrf_qp == 10'h101,
+        qrf_qp == 10'h100,
+        qrf_qp == 10'h0ff,
+        qrf_qp == 10'h0fe,
+        qrf_qp == 10'h0fd,
+        qrf_qp == 10'h0fc,
+        qrf_qp == 10'h0fb,
+        qrf_qp == 10'h0fa,
+        qrf_qp == 10'h0f9,
+        qrf_qp == 10'h0f8,
+        qrf_qp == 10'h0f7,
+        qrf_qp == 10'h0f6,
+        qrf_qp == 10'h0f5,
+        qrf_qp == 10'h0f4,
+        qrf_qp == 10'h0f3,
+        qrf_qp == 10'h0f2,
+        qrf_qp == 10'h0f1,
+        qrf_qp == 10'h0f0,
+        qrf_qp == 10'h0ef,
+        qrf_qp == 10'h0ee,
+        qrf_qp == 10'h0ed,
+        qrf_qp == 10'h0ec,
+        qrf_qp == 10'h0eb,
+        qrf_qp == 10'h0ea,
+        qrf_qp == 10'h0e9,
+        qrf_qp == 10'h0e8,
+        qrf_qp == 10'h0e7,
+        qrf_qp == 10'h0e6,
+        qrf_qp == 10'h0e5,
+        qrf_qp == 10'h0e4,
+        qrf_qp == 10'h0e3,
+        qrf_qp == 10'h0e2,
+        qrf_qp == 10'h0e1,
+        qrf_qp == 10'h0e0,
+        qrf_qp == 10'h0df,
+        qrf_qp == 10'h0de,
+        qrf_qp == 10'h0dd,
+        qrf_qp == 10'h0dc,
+        qrf_qp == 10'h0db,
+        qrf_qp == 10'h0da,
+        qrf_qp == 10'h0d9,
+        qrf_qp == 10'h0d8,
+        qrf_qp == 10'h0d7,
+        qrf_qp == 10'h0d6,
+        qrf_qp == 10'h0d5,
+        qrf_qp == 10'h0d4,
+        qrf_qp == 10'h0d3,
+        qrf_qp == 10'h0d2,
+        qrf_qp == 10'h0d1,
+        qrf_qp == 10'h0d0,
+        qrf_qp == 10'h0cf,
+        qrf_qp == 10'h0ce,
+        qrf_qp == 10'h0cd,
+        qrf_qp == 10'h0cc,
+        qrf_qp == 10'h0cb,
+        qrf_qp == 10'h0ca,
+        qrf_qp == 10'h0c9,
+        qrf_qp == 10'h0c8,
+        qrf_qp == 10'h0c7,
+        qrf_qp == 10'h0c6,
+        qrf_qp == 10'h0c5,
+        qrf_qp == 10'h0c4,
+        qrf_qp == 10'h0c3,
+        qrf_qp == 10'h0c2,
+        qrf_qp == 10'h0c1,
+        qrf_qp == 10'h0c0,
+        qrf_qp == 10'h0bf,
+        qrf_qp == 10'h0be,
+        qrf_qp == 10'h0bd,
+        qrf_qp == 10'h0bc,
+        qrf_qp == 10'h0bb,
+        qrf_qp == 10'h0ba,
+        qrf_qp == 10'h0b9,
+        qrf_qp == 10'h0b8,
+        qrf_qp == 10'h0b7,
+        qrf_qp == 10'h0b6,
+        qrf_qp == 10'h0b5,
+        qrf_qp == 10'h0b4,
+        qrf_qp == 10'h0b3,
+        qrf_qp == 10'h0b2,
+        qrf_qp == 10'h0b1,
+        qrf_qp == 10'h0b0,
+        qrf_qp == 10'h0af,
+        qrf_qp == 10'h0ae,
+        qrf_qp == 10'h0ad,
+        qrf_qp == 10'h0ac,
+        qrf_qp == 10'h0ab,
+        qrf_qp == 10'h0aa,
+        qrf_qp == 10'h0a9,
+        qrf_qp == 10'h0a8,
+        qrf_qp == 10'h0a7,
+        qrf_qp == 10'h0a6,
+        qrf_qp == 10'h0a5,
+        qrf_qp == 10'h0a4,
+        qrf_qp == 10'h0a3,
+        qrf_qp == 10'h0a2,
+        qrf_qp == 10'h0a1,
+        qrf_qp == 10'h0a0,
+        qrf_qp == 10'h09f,
+        qrf_qp == 10'h09e,
+        qrf_qp == 10'h09d,
+        qrf_qp == 10'h09c,
+        qrf_qp == 10'h09b,
+        qrf_qp == 10'h09a,
+        qrf_qp == 10'h099,
+        qrf_qp == 10'h098,
+        qrf_qp == 10'h097,
+        qrf_qp == 10'h096,
+        qrf_qp == 10'h095,
+        qrf_qp == 10'h094,
+        qrf_qp == 10'h093,
+        qrf_qp == 10'h092,
+        qrf_qp == 10'h091,
+        qrf_qp == 10'h090,
+        qrf_qp == 10'h08f,
+        qrf_qp == 10'h08e,
+        qrf_qp == 10'h08d,
+        qrf_qp == 10'h08c,
+        qrf_qp == 10'h08b,
+        qrf_qp == 10'h08a,
+        qrf_qp == 10'h089,
+        qrf_qp == 10'h088,
+        qrf_qp == 10'h087,
+        qrf_qp == 10'h086,
+        qrf_qp == 10'h085,
+        qrf_qp == 10'h084,
+        qrf_qp == 10'h083,
+        qrf_qp == 10'h082,
+        qrf_qp == 10'h081,
+        qrf_qp == 10'h080,
+        qrf_qp == 10'h07f,
+        qrf_qp == 10'h07e,
+        qrf_qp == 10'h07d,
+        qrf_qp == 10'h07c,
+        qrf_qp == 10'h07b,
+        qrf_qp == 10'h07a,
+        qrf_qp == 10'h079,
+        qrf_qp == 10'h078,
+        qrf_qp == 10'h077,
+        qrf_qp == 10'h076,
+        qrf_qp == 10'h075,
+        qrf_qp == 10'h074,
+        qrf_qp == 10'h073,
+        qrf_qp == 10'h072,
+        qrf_qp == 10'h071,
+        qrf_qp == 10'h070,
+        qrf_qp == 10'h06f,
+        qrf_qp == 10'h06e,
+        qrf_qp == 10'h06d,
+        qrf_qp == 10'h06c,
+        qrf_qp == 10'h06b,
+        qrf_qp == 10'h06a,
+        qrf_qp == 10'h069,
+        qrf_qp == 10'h068,
+        qrf_qp == 10'h067,
+        qrf_qp == 10'h066,
+        qrf_qp == 10'h065,
+        qrf_qp == 10'h064,
+        qrf_qp == 10'h063,
+        qrf_qp == 10'h062,
+        qrf_qp == 10'h061,
+        qrf_qp == 10'h060,
+        qrf_qp == 10'h05f,
+        qrf_qp == 10'h05e,
+        qrf_qp == 10'h05d,
+        qrf_qp == 10'h05c,
+        qrf_qp == 10'h05b,
+        qrf_qp == 10'h05a,
+        qrf_qp == 10'h059,
+        qrf_qp == 10'h058,
+        qrf_qp == 10'h057,
+        qrf_qp == 10'h056,
+        qrf_qp == 10'h055,
+        qrf_qp == 10'h054,
+        qrf_qp == 10'h053,
+        qrf_qp == 10'h052,
+        qrf_qp == 10'h051,
+        qrf_qp == 10'h050,
+        qrf_qp == 10'h04f,
+        qrf_qp == 10'h04e,
+        qrf_qp == 10'h04d,
+        qrf_qp == 10'h04c,
+        qrf_qp == 10'h04b,
+        qrf_qp == 10'h04a,
+        qrf_qp == 10'h049,
+        qrf_qp == 10'h048,
+        qrf_qp == 10'h047,
+        qrf_qp == 10'h046,
+        qrf_qp == 10'h045,
+        qrf_qp == 10'h044,
+        qrf_qp == 10'h043,
+        qrf_qp == 10'h042,
+        qrf_qp == 10'h041,
+        qrf_qp == 10'h040,
+        qrf_qp == 10'h03f,
+        qrf_qp == 10'h03e,
+        qrf_qp == 10'h03d,
+        qrf_qp == 10'h03c,
+        qrf_qp == 10'h03b,
+        qrf_qp == 10'h03a,
+        qrf_qp == 10'h039,
+        qrf_qp == 10'h038,
+        qrf_qp == 10'h037,
+        qrf_qp == 10'h036,
+        qrf_qp == 10'h035,
+        qrf_qp == 10'h034,
+        qrf_qp == 10'h033,
+        qrf_qp == 10'h032,
+        qrf_qp == 10'h031,
+        qrf_qp == 10'h030,
+        qrf_qp == 10'h02f,
+        qrf_qp == 10'h02e,
+        qrf_qp == 10'h02d,
+        qrf_qp == 10'h02c,
+        qrf_qp == 10'h02b,
+        qrf_qp == 10'h02a,
+        qrf_qp == 10'h029,
+        qrf_qp == 10'h028,
+        qrf_qp == 10'h027,
+        qrf_qp == 10'h026,
+        qrf_qp == 10'h025,
+        qrf_qp == 10'h024,
+        qrf_qp == 10'h023,
+        qrf_qp == 10'h022,
+        qrf_qp == 10'h021,
+        qrf_qp == 10'h020,
+        qrf_qp == 10'h01f,
+        qrf_qp == 10'h01e,
+        qrf_qp == 10'h01d,
+        qrf_qp == 10'h01c,
+        qrf_qp == 10'h01b,
+        qrf_qp == 10'h01a,
+        qrf_qp == 10'h019,
+        qrf_qp == 10'h018,
+        qrf_qp == 10'h017,
+        qrf_qp == 10'h016,
+        qrf_qp == 10'h015,
+        qrf_qp == 10'h014,
+        qrf_qp == 10'h013,
+        qrf_qp == 10'h012,
+        qrf_qp == 10'h011,
+        qrf_qp == 10'h010,
+        qrf_qp == 10'h00f,
+        qrf_qp == 10'h00e,
+        qrf_qp == 10'h00d,
+        qrf_qp == 10'h00c,
+        qrf_qp == 10'h00b,
+        qrf_qp == 10'h00a,
+        qrf_qp == 10'h009,
+        qrf_qp == 10'h008,
+        qrf_qp == 10'h007,
+        qrf_qp == 10'h006,
+        qrf_qp == 10'h005,
+        qrf_qp == 10'h004,
+        qrf_qp == 10'h003,
+        qrf_qp == 10'h002,
+        qrf_qp == 10'h001,
+        qrf_qp == 10'h000
+    };
     assign term_pend_cur = |(term_pend & qcur_1h);
     assign term_blame_cur = |(term_blame & qcur_1h);
     assign late_prot_cur = |(late_prot & qcur_1h);
@@ -7667,8 +8768,8 @@ module card_tx_w64 (
         qerr_qp == 10'h000
     };
     assign err_enqueue = qp_to_error & ~|(queued & qerr_1h);
-    assign sched_push = (eng_requeue | db_enqueue) | err_enqueue;
-    assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : cmd_num);
+    assign sched_push = ((eng_requeue | db_enqueue) | err_enqueue) | rf_enqueue;
+    assign sched_push_qp = eng_requeue ? cur_qp : (db_enqueue ? db_qp : (err_enqueue ? cmd_num : rf_qp));
     assign push_new = ((db_fire & db_is_push) & db_push_ok_q) & ~db_bad;
     assign m_baddb_valid = baddb_v;
     assign baddb_set = (db_fire & db_bad) | baddb_eng;
@@ -7711,7 +8812,7 @@ module card_tx_w64 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign term_go = (in_state3 & cur_error) & term_pend_cur;
+    assign term_go = ((in_state3 & cur_error) & term_pend_cur) & ~term_silent_wait;
     assign rsp_ready = ((in_state3 & rreq_pending) & ~term_go) & ((cur_error | cur_closed) | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
     assign rsp_go = rsp_ready & ((cur_error | cur_closed) | ~term_ev_v);
     assign wqe_ready = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
@@ -8747,7 +9848,7 @@ module card_tx_w64 (
     assign wqe_go = (wqe_ready & ~term_ev_v) & ~wqe_cq_hold;
     assign txs_ci_bad = ((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & (has_work | rreq_pending)) & (ring_size < ring_used);
     assign txs_ci_bad_go = (txs_ci_bad & ~baddb_v) & ~(db_v & db_bad);
-    assign wqe_ev_wait = (wqe_ready | (rsp_ready & cur_live)) & term_ev_v;
+    assign wqe_ev_wait = ((wqe_ready | (rsp_ready & cur_live)) & term_ev_v) | (((in_state3 & cur_error) & term_pend_cur) & term_silent_wait);
     assign fetch_go = ((((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go) | term_go;
     assign msg_go = (wqe_go | rsp_go) | term_go;
     assign term_sent = in_state11 & term_mode;
@@ -8756,6 +9857,13 @@ module card_tx_w64 (
     assign cur_term_hdr = cur_term[175:32];
     assign cur_term_rdma = cur_term[399:176];
     assign cur_term_recv = cur_term[400];
+    assign cur_term_silent = cur_term[401];
+    assign cur_term_cut = cur_term_rdma[31:0];
+    assign cur_term_addr = cur_term_rdma[95:32];
+    assign term_silent_wait = cur_term_silent & term_ev_v;
+    assign rf_ev = term_go & cur_term_silent;
+    assign rf_err_ev = (in_state11 & term_mode) & cur_term_silent;
+    assign rf_ev_addr = cur_term_addr;
     assign term_etype = cur_term_cause[15:8];
     assign term_no_hdrs = ((((((term_etype == 8'h00) | (term_etype == 8'h10)) | (cur_term_cause[15:12] == 4'h2)) | (cur_term_cause == 16'h1104)) | (cur_term_cause == 16'h1206)) | (cur_term_cause == 16'h0205)) | (cur_term_cause == 16'h0206);
     assign term_md = ~term_no_hdrs;
@@ -9111,6 +10219,7 @@ module card_tx_w64 (
     assign rw_merge_end = (rw_merge & rw_go) & ((rw_out2 + 17'h00001) == rw_n2);
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
+    assign wr_done_go = wr_done_valid & wr_done_ready;
     assign read_sent = (op_read & ~wqe_mal) & ~wqe_fault;
     assign wqe_retires = (ret_mode | sent_done) | ((((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk) & ~gf_fault);
     assign flush_avail = cur_sq_pi - cur_sq_ci;
@@ -9129,7 +10238,7 @@ module card_tx_w64 (
     assign flush_err = (flush_mode & ~sent_done) & ~late_prot_flush;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
     assign blame_cause = cur_term_cause & {16{term_blame_used}};
-    assign wb_txs_pi = gf_fault ? ab_cut : f_off;
+    assign wb_txs_pi = (term_mode & cur_term_silent) ? cur_term_cut : (gf_fault ? ab_cut : f_off);
     assign no_record = ((walk_mode & op_read) | prot_late) & ~wqe_fault;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
     assign prot_err = in_state11 & (((prot | rsp_fault) | wqe_fault_live) | gf_fault);
@@ -9186,15 +10295,2092 @@ module card_tx_w64 (
     assign pub_slot = cq_count < 4'h7;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
-    assign wr_done_last = wr_done_valid & wr_done_tag[0];
-    assign wr_done_fpdu = wr_done_valid & wr_done_tag[1];
+    assign wr_done_last = wr_done_go & wr_done_tag[0];
+    assign wr_done_fpdu = wr_done_go & wr_done_tag[1];
     assign rreq_done_free = ~rreq_done_v | m_rreq_done_ready;
-    assign cpl_load = ((cpl_free & rreq_done_free) & |cq_count) & (cq0_noring ? ~(cq0_cut & |ab_wait) : |cpl_written);
+    assign rf_head_waits = (~|cq_count | (~cq0_noring & (cpl_written == 4'h0))) | ((cq0_noring & cq0_cut) & |ab_wait);
+    assign rf_busy = rf_seen | rf_new;
+    assign wr_done_ready = ~wr_done_err | ((rf_head_waits & ~rf_busy) & ~rf_v);
+    assign rf_info_qp = wr_info_rd[105:96];
+    assign rf_info_cut = wr_info_rd[95:64];
+    assign rf_info_addr = wr_info_rd[63:0];
+    assign rf_info_fault = |rf_burst ? ({rf_info_addr[63:11], 11'h000} + {47'h000000000000, {rf_burst, 11'h000}}) : rf_info_addr;
+    assign rf_dead_set = rf_new & ~|(rf_dead & qrf_1h);
+    assign rf_state_addr = rf_qp;
+    assign rf_live = (rf_v & (qp_state_f_rd == 2'h1)) & ~|((term_pend | term_blame) & qrf_1h);
+    assign qrfq_qp = rf_qp;
+    assign qrfq_1h = {
+        qrfq_qp == 10'h3ff,
+        qrfq_qp == 10'h3fe,
+        qrfq_qp == 10'h3fd,
+        qrfq_qp == 10'h3fc,
+        qrfq_qp == 10'h3fb,
+        qrfq_qp == 10'h3fa,
+        qrfq_qp == 10'h3f9,
+        qrfq_qp == 10'h3f8,
+        qrfq_qp == 10'h3f7,
+        qrfq_qp == 10'h3f6,
+        qrfq_qp == 10'h3f5,
+        qrfq_qp == 10'h3f4,
+        qrfq_qp == 10'h3f3,
+        qrfq_qp == 10'h3f2,
+        qrfq_qp == 10'h3f1,
+        qrfq_qp == 10'h3f0,
+        qrfq_qp == 10'h3ef,
+        qrfq_qp == 10'h3ee,
+        qrfq_qp == 10'h3ed,
+        qrfq_qp == 10'h3ec,
+        qrfq_qp == 10'h3eb,
+        qrfq_qp == 10'h3ea,
+        qrfq_qp == 10'h3e9,
+        qrfq_qp == 10'h3e8,
+        qrfq_qp == 10'h3e7,
+        qrfq_qp == 10'h3e6,
+        qrfq_qp == 10'h3e5,
+        qrfq_qp == 10'h3e4,
+        qrfq_qp == 10'h3e3,
+        qrfq_qp == 10'h3e2,
+        qrfq_qp == 10'h3e1,
+        qrfq_qp == 10'h3e0,
+        qrfq_qp == 10'h3df,
+        qrfq_qp == 10'h3de,
+        qrfq_qp == 10'h3dd,
+        qrfq_qp == 10'h3dc,
+        qrfq_qp == 10'h3db,
+        qrfq_qp == 10'h3da,
+        qrfq_qp == 10'h3d9,
+        qrfq_qp == 10'h3d8,
+        qrfq_qp == 10'h3d7,
+        qrfq_qp == 10'h3d6,
+        qrfq_qp == 10'h3d5,
+        qrfq_qp == 10'h3d4,
+        qrfq_qp == 10'h3d3,
+        qrfq_qp == 10'h3d2,
+        qrfq_qp == 10'h3d1,
+        qrfq_qp == 10'h3d0,
+        qrfq_qp == 10'h3cf,
+        qrfq_qp == 10'h3ce,
+        qrfq_qp == 10'h3cd,
+        qrfq_qp == 10'h3cc,
+        qrfq_qp == 10'h3cb,
+        qrfq_qp == 10'h3ca,
+        qrfq_qp == 10'h3c9,
+        qrfq_qp == 10'h3c8,
+        qrfq_qp == 10'h3c7,
+        qrfq_qp == 10'h3c6,
+        qrfq_qp == 10'h3c5,
+        qrfq_qp == 10'h3c4,
+        qrfq_qp == 10'h3c3,
+        qrfq_qp == 10'h3c2,
+        qrfq_qp == 10'h3c1,
+        qrfq_qp == 10'h3c0,
+        qrfq_qp == 10'h3bf,
+        qrfq_qp == 10'h3be,
+        qrfq_qp == 10'h3bd,
+        qrfq_qp == 10'h3bc,
+        qrfq_qp == 10'h3bb,
+        qrfq_qp == 10'h3ba,
+        qrfq_qp == 10'h3b9,
+        qrfq_qp == 10'h3b8,
+        qrfq_qp == 10'h3b7,
+        qrfq_qp == 10'h3b6,
+        qrfq_qp == 10'h3b5,
+        qrfq_qp == 10'h3b4,
+        qrfq_qp == 10'h3b3,
+        qrfq_qp == 10'h3b2,
+        qrfq_qp == 10'h3b1,
+        qrfq_qp == 10'h3b0,
+        qrfq_qp == 10'h3af,
+        qrfq_qp == 10'h3ae,
+        qrfq_qp == 10'h3ad,
+        qrfq_qp == 10'h3ac,
+        qrfq_qp == 10'h3ab,
+        qrfq_qp == 10'h3aa,
+        qrfq_qp == 10'h3a9,
+        qrfq_qp == 10'h3a8,
+        qrfq_qp == 10'h3a7,
+        qrfq_qp == 10'h3a6,
+        qrfq_qp == 10'h3a5,
+        qrfq_qp == 10'h3a4,
+        qrfq_qp == 10'h3a3,
+        qrfq_qp == 10'h3a2,
+        qrfq_qp == 10'h3a1,
+        qrfq_qp == 10'h3a0,
+        qrfq_qp == 10'h39f,
+        qrfq_qp == 10'h39e,
+        qrfq_qp == 10'h39d,
+        qrfq_qp == 10'h39c,
+        qrfq_qp == 10'h39b,
+        qrfq_qp == 10'h39a,
+        qrfq_qp == 10'h399,
+        qrfq_qp == 10'h398,
+        qrfq_qp == 10'h397,
+        qrfq_qp == 10'h396,
+        qrfq_qp == 10'h395,
+        qrfq_qp == 10'h394,
+        qrfq_qp == 10'h393,
+        qrfq_qp == 10'h392,
+        qrfq_qp == 10'h391,
+        qrfq_qp == 10'h390,
+        qrfq_qp == 10'h38f,
+        qrfq_qp == 10'h38e,
+        qrfq_qp == 10'h38d,
+        qrfq_qp == 10'h38c,
+        qrfq_qp == 10'h38b,
+        qrfq_qp == 10'h38a,
+        qrfq_qp == 10'h389,
+        qrfq_qp == 10'h388,
+        qrfq_qp == 10'h387,
+        qrfq_qp == 10'h386,
+        qrfq_qp == 10'h385,
+        qrfq_qp == 10'h384,
+        qrfq_qp == 10'h383,
+        qrfq_qp == 10'h382,
+        qrfq_qp == 10'h381,
+        qrfq_qp == 10'h380,
+        qrfq_qp == 10'h37f,
+        qrfq_qp == 10'h37e,
+        qrfq_qp == 10'h37d,
+        qrfq_qp == 10'h37c,
+        qrfq_qp == 10'h37b,
+        qrfq_qp == 10'h37a,
+        qrfq_qp == 10'h379,
+        qrfq_qp == 10'h378,
+        qrfq_qp == 10'h377,
+        qrfq_qp == 10'h376,
+        qrfq_qp == 10'h375,
+        qrfq_qp == 10'h374,
+        qrfq_qp == 10'h373,
+        qrfq_qp == 10'h372,
+        qrfq_qp == 10'h371,
+        qrfq_qp == 10'h370,
+        qrfq_qp == 10'h36f,
+        qrfq_qp == 10'h36e,
+        qrfq_qp == 10'h36d,
+        qrfq_qp == 10'h36c,
+        qrfq_qp == 10'h36b,
+        qrfq_qp == 10'h36a,
+        qrfq_qp == 10'h369,
+        qrfq_qp == 10'h368,
+        qrfq_qp == 10'h367,
+        qrfq_qp == 10'h366,
+        qrfq_qp == 10'h365,
+        qrfq_qp == 10'h364,
+        qrfq_qp == 10'h363,
+        qrfq_qp == 10'h362,
+        qrfq_qp == 10'h361,
+        qrfq_qp == 10'h360,
+        qrfq_qp == 10'h35f,
+        qrfq_qp == 10'h35e,
+        qrfq_qp == 10'h35d,
+        qrfq_qp == 10'h35c,
+        qrfq_qp == 10'h35b,
+        qrfq_qp == 10'h35a,
+        qrfq_qp == 10'h359,
+        qrfq_qp == 10'h358,
+        qrfq_qp == 10'h357,
+        qrfq_qp == 10'h356,
+        qrfq_qp == 10'h355,
+        qrfq_qp == 10'h354,
+        qrfq_qp == 10'h353,
+        qrfq_qp == 10'h352,
+        qrfq_qp == 10'h351,
+        qrfq_qp == 10'h350,
+        qrfq_qp == 10'h34f,
+        qrfq_qp == 10'h34e,
+        qrfq_qp == 10'h34d,
+        qrfq_qp == 10'h34c,
+        qrfq_qp == 10'h34b,
+        qrfq_qp == 10'h34a,
+        qrfq_qp == 10'h349,
+        qrfq_qp == 10'h348,
+        qrfq_qp == 10'h347,
+        qrfq_qp == 10'h346,
+        qrfq_qp == 10'h345,
+        qrfq_qp == 10'h344,
+        qrfq_qp == 10'h343,
+        qrfq_qp == 10'h342,
+        qrfq_qp == 10'h341,
+        qrfq_qp == 10'h340,
+        qrfq_qp == 10'h33f,
+        qrfq_qp == 10'h33e,
+        qrfq_qp == 10'h33d,
+        qrfq_qp == 10'h33c,
+        qrfq_qp == 10'h33b,
+        qrfq_qp == 10'h33a,
+        qrfq_qp == 10'h339,
+        qrfq_qp == 10'h338,
+        qrfq_qp == 10'h337,
+        qrfq_qp == 10'h336,
+        qrfq_qp == 10'h335,
+        qrfq_qp == 10'h334,
+        qrfq_qp == 10'h333,
+        qrfq_qp == 10'h332,
+        qrfq_qp == 10'h331,
+        qrfq_qp == 10'h330,
+        qrfq_qp == 10'h32f,
+        qrfq_qp == 10'h32e,
+        qrfq_qp == 10'h32d,
+        qrfq_qp == 10'h32c,
+        qrfq_qp == 10'h32b,
+        qrfq_qp == 10'h32a,
+        qrfq_qp == 10'h329,
+        qrfq_qp == 10'h328,
+        qrfq_qp == 10'h327,
+        qrfq_qp == 10'h326,
+        qrfq_qp == 10'h325,
+        qrfq_qp == 10'h324,
+        qrfq_qp == 10'h323,
+        qrfq_qp == 10'h322,
+        qrfq_qp == 10'h321,
+        qrfq_qp == 10'h320,
+        qrfq_qp == 10'h31f,
+        qrfq_qp == 10'h31e,
+        qrfq_qp == 10'h31d,
+        qrfq_qp == 10'h31c,
+        qrfq_qp == 10'h31b,
+        qrfq_qp == 10'h31a,
+        qrfq_qp == 10'h319,
+        qrfq_qp == 10'h318,
+        qrfq_qp == 10'h317,
+        qrfq_qp == 10'h316,
+        qrfq_qp == 10'h315,
+        qrfq_qp == 10'h314,
+        qrfq_qp == 10'h313,
+        qrfq_qp == 10'h312,
+        qrfq_qp == 10'h311,
+        qrfq_qp == 10'h310,
+        qrfq_qp == 10'h30f,
+        qrfq_qp == 10'h30e,
+        qrfq_qp == 10'h30d,
+        qrfq_qp == 10'h30c,
+        qrfq_qp == 10'h30b,
+        qrfq_qp == 10'h30a,
+        qrfq_qp == 10'h309,
+        qrfq_qp == 10'h308,
+        qrfq_qp == 10'h307,
+        qrfq_qp == 10'h306,
+        qrfq_qp == 10'h305,
+        qrfq_qp == 10'h304,
+        qrfq_qp == 10'h303,
+        qrfq_qp == 10'h302,
+        qrfq_qp == 10'h301,
+        qrfq_qp == 10'h300,
+        qrfq_qp == 10'h2ff,
+        qrfq_qp == 10'h2fe,
+        qrfq_qp == 10'h2fd,
+        qrfq_qp == 10'h2fc,
+        qrfq_qp == 10'h2fb,
+        qrfq_qp == 10'h2fa,
+        qrfq_qp == 10'h2f9,
+        qrfq_qp == 10'h2f8,
+        qrfq_qp == 10'h2f7,
+        qrfq_qp == 10'h2f6,
+        qrfq_qp == 10'h2f5,
+        qrfq_qp == 10'h2f4,
+        qrfq_qp == 10'h2f3,
+        qrfq_qp == 10'h2f2,
+        qrfq_qp == 10'h2f1,
+        qrfq_qp == 10'h2f0,
+        qrfq_qp == 10'h2ef,
+        qrfq_qp == 10'h2ee,
+        qrfq_qp == 10'h2ed,
+        qrfq_qp == 10'h2ec,
+        qrfq_qp == 10'h2eb,
+        qrfq_qp == 10'h2ea,
+        qrfq_qp == 10'h2e9,
+        qrfq_qp == 10'h2e8,
+        qrfq_qp == 10'h2e7,
+        qrfq_qp == 10'h2e6,
+        qrfq_qp == 10'h2e5,
+        qrfq_qp == 10'h2e4,
+        qrfq_qp == 10'h2e3,
+        qrfq_qp == 10'h2e2,
+        qrfq_qp == 10'h2e1,
+        qrfq_qp == 10'h2e0,
+        qrfq_qp == 10'h2df,
+        qrfq_qp == 10'h2de,
+        qrfq_qp == 10'h2dd,
+        qrfq_qp == 10'h2dc,
+        qrfq_qp == 10'h2db,
+        qrfq_qp == 10'h2da,
+        qrfq_qp == 10'h2d9,
+        qrfq_qp == 10'h2d8,
+        qrfq_qp == 10'h2d7,
+        qrfq_qp == 10'h2d6,
+        qrfq_qp == 10'h2d5,
+        qrfq_qp == 10'h2d4,
+        qrfq_qp == 10'h2d3,
+        qrfq_qp == 10'h2d2,
+        qrfq_qp == 10'h2d1,
+        qrfq_qp == 10'h2d0,
+        qrfq_qp == 10'h2cf,
+        qrfq_qp == 10'h2ce,
+        qrfq_qp == 10'h2cd,
+        qrfq_qp == 10'h2cc,
+        qrfq_qp == 10'h2cb,
+        qrfq_qp == 10'h2ca,
+        qrfq_qp == 10'h2c9,
+        qrfq_qp == 10'h2c8,
+        qrfq_qp == 10'h2c7,
+        qrfq_qp == 10'h2c6,
+        qrfq_qp == 10'h2c5,
+        qrfq_qp == 10'h2c4,
+        qrfq_qp == 10'h2c3,
+        qrfq_qp == 10'h2c2,
+        qrfq_qp == 10'h2c1,
+        qrfq_qp == 10'h2c0,
+        qrfq_qp == 10'h2bf,
+        qrfq_qp == 10'h2be,
+        qrfq_qp == 10'h2bd,
+        qrfq_qp == 10'h2bc,
+        qrfq_qp == 10'h2bb,
+        qrfq_qp == 10'h2ba,
+        qrfq_qp == 10'h2b9,
+        qrfq_qp == 10'h2b8,
+        qrfq_qp == 10'h2b7,
+        qrfq_qp == 10'h2b6,
+        qrfq_qp == 10'h2b5,
+        qrfq_qp == 10'h2b4,
+        qrfq_qp == 10'h2b3,
+        qrfq_qp == 10'h2b2,
+        qrfq_qp == 10'h2b1,
+        qrfq_qp == 10'h2b0,
+        qrfq_qp == 10'h2af,
+        qrfq_qp == 10'h2ae,
+        qrfq_qp == 10'h2ad,
+        qrfq_qp == 10'h2ac,
+        qrfq_qp == 10'h2ab,
+        qrfq_qp == 10'h2aa,
+        qrfq_qp == 10'h2a9,
+        qrfq_qp == 10'h2a8,
+        qrfq_qp == 10'h2a7,
+        qrfq_qp == 10'h2a6,
+        qrfq_qp == 10'h2a5,
+        qrfq_qp == 10'h2a4,
+        qrfq_qp == 10'h2a3,
+        qrfq_qp == 10'h2a2,
+        qrfq_qp == 10'h2a1,
+        qrfq_qp == 10'h2a0,
+        qrfq_qp == 10'h29f,
+        qrfq_qp == 10'h29e,
+        qrfq_qp == 10'h29d,
+        qrfq_qp == 10'h29c,
+        qrfq_qp == 10'h29b,
+        qrfq_qp == 10'h29a,
+        qrfq_qp == 10'h299,
+        qrfq_qp == 10'h298,
+        qrfq_qp == 10'h297,
+        qrfq_qp == 10'h296,
+        qrfq_qp == 10'h295,
+        qrfq_qp == 10'h294,
+        qrfq_qp == 10'h293,
+        qrfq_qp == 10'h292,
+        qrfq_qp == 10'h291,
+        qrfq_qp == 10'h290,
+        qrfq_qp == 10'h28f,
+        qrfq_qp == 10'h28e,
+        qrfq_qp == 10'h28d,
+        qrfq_qp == 10'h28c,
+        qrfq_qp == 10'h28b,
+        qrfq_qp == 10'h28a,
+        qrfq_qp == 10'h289,
+        qrfq_qp == 10'h288,
+        qrfq_qp == 10'h287,
+        qrfq_qp == 10'h286,
+        qrfq_qp == 10'h285,
+        qrfq_qp == 10'h284,
+        qrfq_qp == 10'h283,
+        qrfq_qp == 10'h282,
+        qrfq_qp == 10'h281,
+        qrfq_qp == 10'h280,
+        qrfq_qp == 10'h27f,
+        qrfq_qp == 10'h27e,
+        qrfq_qp == 10'h27d,
+        qrfq_qp == 10'h27c,
+        qrfq_qp == 10'h27b,
+        qrfq_qp == 10'h27a,
+        qrfq_qp == 10'h279,
+        qrfq_qp == 10'h278,
+        qrfq_qp == 10'h277,
+        qrfq_qp == 10'h276,
+        qrfq_qp == 10'h275,
+        qrfq_qp == 10'h274,
+        qrfq_qp == 10'h273,
+        qrfq_qp == 10'h272,
+        qrfq_qp == 10'h271,
+        qrfq_qp == 10'h270,
+        qrfq_qp == 10'h26f,
+        qrfq_qp == 10'h26e,
+        qrfq_qp == 10'h26d,
+        qrfq_qp == 10'h26c,
+        qrfq_qp == 10'h26b,
+        qrfq_qp == 10'h26a,
+        qrfq_qp == 10'h269,
+        qrfq_qp == 10'h268,
+        qrfq_qp == 10'h267,
+        qrfq_qp == 10'h266,
+        qrfq_qp == 10'h265,
+        qrfq_qp == 10'h264,
+        qrfq_qp == 10'h263,
+        qrfq_qp == 10'h262,
+        qrfq_qp == 10'h261,
+        qrfq_qp == 10'h260,
+        qrfq_qp == 10'h25f,
+        qrfq_qp == 10'h25e,
+        qrfq_qp == 10'h25d,
+        qrfq_qp == 10'h25c,
+        qrfq_qp == 10'h25b,
+        qrfq_qp == 10'h25a,
+        qrfq_qp == 10'h259,
+        qrfq_qp == 10'h258,
+        qrfq_qp == 10'h257,
+        qrfq_qp == 10'h256,
+        qrfq_qp == 10'h255,
+        qrfq_qp == 10'h254,
+        qrfq_qp == 10'h253,
+        qrfq_qp == 10'h252,
+        qrfq_qp == 10'h251,
+        qrfq_qp == 10'h250,
+        qrfq_qp == 10'h24f,
+        qrfq_qp == 10'h24e,
+        qrfq_qp == 10'h24d,
+        qrfq_qp == 10'h24c,
+        qrfq_qp == 10'h24b,
+        qrfq_qp == 10'h24a,
+        qrfq_qp == 10'h249,
+        qrfq_qp == 10'h248,
+        qrfq_qp == 10'h247,
+        qrfq_qp == 10'h246,
+        qrfq_qp == 10'h245,
+        qrfq_qp == 10'h244,
+        qrfq_qp == 10'h243,
+        qrfq_qp == 10'h242,
+        qrfq_qp == 10'h241,
+        qrfq_qp == 10'h240,
+        qrfq_qp == 10'h23f,
+        qrfq_qp == 10'h23e,
+        qrfq_qp == 10'h23d,
+        qrfq_qp == 10'h23c,
+        qrfq_qp == 10'h23b,
+        qrfq_qp == 10'h23a,
+        qrfq_qp == 10'h239,
+        qrfq_qp == 10'h238,
+        qrfq_qp == 10'h237,
+        qrfq_qp == 10'h236,
+        qrfq_qp == 10'h235,
+        qrfq_qp == 10'h234,
+        qrfq_qp == 10'h233,
+        qrfq_qp == 10'h232,
+        qrfq_qp == 10'h231,
+        qrfq_qp == 10'h230,
+        qrfq_qp == 10'h22f,
+        qrfq_qp == 10'h22e,
+        qrfq_qp == 10'h22d,
+        qrfq_qp == 10'h22c,
+        qrfq_qp == 10'h22b,
+        qrfq_qp == 10'h22a,
+        qrfq_qp == 10'h229,
+        qrfq_qp == 10'h228,
+        qrfq_qp == 10'h227,
+        qrfq_qp == 10'h226,
+        qrfq_qp == 10'h225,
+        qrfq_qp == 10'h224,
+        qrfq_qp == 10'h223,
+        qrfq_qp == 10'h222,
+        qrfq_qp == 10'h221,
+        qrfq_qp == 10'h220,
+        qrfq_qp == 10'h21f,
+        qrfq_qp == 10'h21e,
+        qrfq_qp == 10'h21d,
+        qrfq_qp == 10'h21c,
+        qrfq_qp == 10'h21b,
+        qrfq_qp == 10'h21a,
+        qrfq_qp == 10'h219,
+        qrfq_qp == 10'h218,
+        qrfq_qp == 10'h217,
+        qrfq_qp == 10'h216,
+        qrfq_qp == 10'h215,
+        qrfq_qp == 10'h214,
+        qrfq_qp == 10'h213,
+        qrfq_qp == 10'h212,
+        qrfq_qp == 10'h211,
+        qrfq_qp == 10'h210,
+        qrfq_qp == 10'h20f,
+        qrfq_qp == 10'h20e,
+        qrfq_qp == 10'h20d,
+        qrfq_qp == 10'h20c,
+        qrfq_qp == 10'h20b,
+        qrfq_qp == 10'h20a,
+        qrfq_qp == 10'h209,
+        qrfq_qp == 10'h208,
+        qrfq_qp == 10'h207,
+        qrfq_qp == 10'h206,
+        qrfq_qp == 10'h205,
+        qrfq_qp == 10'h204,
+        qrfq_qp == 10'h203,
+        qrfq_qp == 10'h202,
+        qrfq_qp == 10'h201,
+        qrfq_qp == 10'h200,
+        qrfq_qp == 10'h1ff,
+        qrfq_qp == 10'h1fe,
+        qrfq_qp == 10'h1fd,
+        qrfq_qp == 10'h1fc,
+        qrfq_qp == 10'h1fb,
+        qrfq_qp == 10'h1fa,
+        qrfq_qp == 10'h1f9,
+        qrfq_qp == 10'h1f8,
+        qrfq_qp == 10'h1f7,
+        qrfq_qp == 10'h1f6,
+        qrfq_qp == 10'h1f5,
+        qrfq_qp == 10'h1f4,
+        qrfq_qp == 10'h1f3,
+        qrfq_qp == 10'h1f2,
+        qrfq_qp == 10'h1f1,
+        qrfq_qp == 10'h1f0,
+        qrfq_qp == 10'h1ef,
+        qrfq_qp == 10'h1ee,
+        qrfq_qp == 10'h1ed,
+        qrfq_qp == 10'h1ec,
+        qrfq_qp == 10'h1eb,
+        qrfq_qp == 10'h1ea,
+        qrfq_qp == 10'h1e9,
+        qrfq_qp == 10'h1e8,
+        qrfq_qp == 10'h1e7,
+        qrfq_qp == 10'h1e6,
+        qrfq_qp == 10'h1e5,
+        qrfq_qp == 10'h1e4,
+        qrfq_qp == 10'h1e3,
+        qrfq_qp == 10'h1e2,
+        qrfq_qp == 10'h1e1,
+        qrfq_qp == 10'h1e0,
+        qrfq_qp == 10'h1df,
+        qrfq_qp == 10'h1de,
+        qrfq_qp == 10'h1dd,
+        qrfq_qp == 10'h1dc,
+        qrfq_qp == 10'h1db,
+        qrfq_qp == 10'h1da,
+        qrfq_qp == 10'h1d9,
+        qrfq_qp == 10'h1d8,
+        qrfq_qp == 10'h1d7,
+        qrfq_qp == 10'h1d6,
+        qrfq_qp == 10'h1d5,
+        qrfq_qp == 10'h1d4,
+        qrfq_qp == 10'h1d3,
+        qrfq_qp == 10'h1d2,
+        qrfq_qp == 10'h1d1,
+        qrfq_qp == 10'h1d0,
+        qrfq_qp == 10'h1cf,
+        qrfq_qp == 10'h1ce,
+        qrfq_qp == 10'h1cd,
+        qrfq_qp == 10'h1cc,
+        qrfq_qp == 10'h1cb,
+        qrfq_qp == 10'h1ca,
+        qrfq_qp == 10'h1c9,
+        qrfq_qp == 10'h1c8,
+        qrfq_qp == 10'h1c7,
+        qrfq_qp == 10'h1c6,
+        qrfq_qp == 10'h1c5,
+        qrfq_qp == 10'h1c4,
+        qrfq_qp == 10'h1c3,
+        qrfq_qp == 10'h1c2,
+        qrfq_qp == 10'h1c1,
+        qrfq_qp == 10'h1c0,
+        qrfq_qp == 10'h1bf,
+        qrfq_qp == 10'h1be,
+        qrfq_qp == 10'h1bd,
+        qrfq_qp == 10'h1bc,
+        qrfq_qp == 10'h1bb,
+        qrfq_qp == 10'h1ba,
+        qrfq_qp == 10'h1b9,
+        qrfq_qp == 10'h1b8,
+        qrfq_qp == 10'h1b7,
+        qrfq_qp == 10'h1b6,
+        qrfq_qp == 10'h1b5,
+        qrfq_qp == 10'h1b4,
+        qrfq_qp == 10'h1b3,
+        qrfq_qp == 10'h1b2,
+        qrfq_qp == 10'h1b1,
+        qrfq_qp == 10'h1b0,
+        qrfq_qp == 10'h1af,
+        qrfq_qp == 10'h1ae,
+        qrfq_qp == 10'h1ad,
+        qrfq_qp == 10'h1ac,
+        qrfq_qp == 10'h1ab,
+        qrfq_qp == 10'h1aa,
+        qrfq_qp == 10'h1a9,
+        qrfq_qp == 10'h1a8,
+        qrfq_qp == 10'h1a7,
+        qrfq_qp == 10'h1a6,
+        qrfq_qp == 10'h1a5,
+        qrfq_qp == 10'h1a4,
+        qrfq_qp == 10'h1a3,
+        qrfq_qp == 10'h1a2,
+        qrfq_qp == 10'h1a1,
+        qrfq_qp == 10'h1a0,
+        qrfq_qp == 10'h19f,
+        qrfq_qp == 10'h19e,
+        qrfq_qp == 10'h19d,
+        qrfq_qp == 10'h19c,
+        qrfq_qp == 10'h19b,
+        qrfq_qp == 10'h19a,
+        qrfq_qp == 10'h199,
+        qrfq_qp == 10'h198,
+        qrfq_qp == 10'h197,
+        qrfq_qp == 10'h196,
+        qrfq_qp == 10'h195,
+        qrfq_qp == 10'h194,
+        qrfq_qp == 10'h193,
+        qrfq_qp == 10'h192,
+        qrfq_qp == 10'h191,
+        qrfq_qp == 10'h190,
+        qrfq_qp == 10'h18f,
+        qrfq_qp == 10'h18e,
+        qrfq_qp == 10'h18d,
+        qrfq_qp == 10'h18c,
+        qrfq_qp == 10'h18b,
+        qrfq_qp == 10'h18a,
+        qrfq_qp == 10'h189,
+        qrfq_qp == 10'h188,
+        qrfq_qp == 10'h187,
+        qrfq_qp == 10'h186,
+        qrfq_qp == 10'h185,
+        qrfq_qp == 10'h184,
+        qrfq_qp == 10'h183,
+        qrfq_qp == 10'h182,
+        qrfq_qp == 10'h181,
+        qrfq_qp == 10'h180,
+        qrfq_qp == 10'h17f,
+        qrfq_qp == 10'h17e,
+        qrfq_qp == 10'h17d,
+        qrfq_qp == 10'h17c,
+        qrfq_qp == 10'h17b,
+        qrfq_qp == 10'h17a,
+        qrfq_qp == 10'h179,
+        qrfq_qp == 10'h178,
+        qrfq_qp == 10'h177,
+        qrfq_qp == 10'h176,
+        qrfq_qp == 10'h175,
+        qrfq_qp == 10'h174,
+        qrfq_qp == 10'h173,
+        qrfq_qp == 10'h172,
+        qrfq_qp == 10'h171,
+        qrfq_qp == 10'h170,
+        qrfq_qp == 10'h16f,
+        qrfq_qp == 10'h16e,
+        qrfq_qp == 10'h16d,
+        qrfq_qp == 10'h16c,
+        qrfq_qp == 10'h16b,
+        qrfq_qp == 10'h16a,
+        qrfq_qp == 10'h169,
+        qrfq_qp == 10'h168,
+        qrfq_qp == 10'h167,
+        qrfq_qp == 10'h166,
+        qrfq_qp == 10'h165,
+        qrfq_qp == 10'h164,
+        qrfq_qp == 10'h163,
+        qrfq_qp == 10'h162,
+        qrfq_qp == 10'h161,
+        qrfq_qp == 10'h160,
+        qrfq_qp == 10'h15f,
+        qrfq_qp == 10'h15e,
+        qrfq_qp == 10'h15d,
+        qrfq_qp == 10'h15c,
+        qrfq_qp == 10'h15b,
+        qrfq_qp == 10'h15a,
+        qrfq_qp == 10'h159,
+        qrfq_qp == 10'h158,
+        qrfq_qp == 10'h157,
+        qrfq_qp == 10'h156,
+        qrfq_qp == 10'h155,
+        qrfq_qp == 10'h154,
+        qrfq_qp == 10'h153,
+        qrfq_qp == 10'h152,
+        qrfq_qp == 10'h151,
+        qrfq_qp == 10'h150,
+        qrfq_qp == 10'h14f,
+        qrfq_qp == 10'h14e,
+        qrfq_qp == 10'h14d,
+        qrfq_qp == 10'h14c,
+        qrfq_qp == 10'h14b,
+        qrfq_qp == 10'h14a,
+        qrfq_qp == 10'h149,
+        qrfq_qp == 10'h148,
+        qrfq_qp == 10'h147,
+        qrfq_qp == 10'h146,
+        qrfq_qp == 10'h145,
+        qrfq_qp == 10'h144,
+        qrfq_qp == 10'h143,
+        qrfq_qp == 10'h142,
+        qrfq_qp == 10'h141,
+        qrfq_qp == 10'h140,
+        qrfq_qp == 10'h13f,
+        qrfq_qp == 10'h13e,
+        qrfq_qp == 10'h13d,
+        qrfq_qp == 10'h13c,
+        qrfq_qp == 10'h13b,
+        qrfq_qp == 10'h13a,
+        qrfq_qp == 10'h139,
+        qrfq_qp == 10'h138,
+        qrfq_qp == 10'h137,
+        qrfq_qp == 10'h136,
+        qrfq_qp == 10'h135,
+        qrfq_qp == 10'h134,
+        qrfq_qp == 10'h133,
+        qrfq_qp == 10'h132,
+        qrfq_qp == 10'h131,
+        qrfq_qp == 10'h130,
+        qrfq_qp == 10'h12f,
+        qrfq_qp == 10'h12e,
+        qrfq_qp == 10'h12d,
+        qrfq_qp == 10'h12c,
+        qrfq_qp == 10'h12b,
+        qrfq_qp == 10'h12a,
+        qrfq_qp == 10'h129,
+        qrfq_qp == 10'h128,
+        qrfq_qp == 10'h127,
+        qrfq_qp == 10'h126,
+        qrfq_qp == 10'h125,
+        qrfq_qp == 10'h124,
+        qrfq_qp == 10'h123,
+        qrfq_qp == 10'h122,
+        qrfq_qp == 10'h121,
+        qrfq_qp == 10'h120,
+        qrfq_qp == 10'h11f,
+        qrfq_qp == 10'h11e,
+        qrfq_qp == 10'h11d,
+        qrfq_qp == 10'h11c,
+        qrfq_qp == 10'h11b,
+        qrfq_qp == 10'h11a,
+        qrfq_qp == 10'h119,
+        qrfq_qp == 10'h118,
+        qrfq_qp == 10'h117,
+        qrfq_qp == 10'h116,
+        qrfq_qp == 10'h115,
+        qrfq_qp == 10'h114,
+        qrfq_qp == 10'h113,
+        qrfq_qp == 10'h112,
+        qrfq_qp == 10'h111,
+        qrfq_qp == 10'h110,
+        qrfq_qp == 10'h10f,
+        qrfq_qp == 10'h10e,
+        qrfq_qp == 10'h10d,
+        qrfq_qp == 10'h10c,
+        qrfq_qp == 10'h10b,
+        qrfq_qp == 10'h10a,
+        qrfq_qp == 10'h109,
+        qrfq_qp == 10'h108,
+        qrfq_qp == 10'h107,
+        qrfq_qp == 10'h106,
+        qrfq_qp == 10'h105,
+        qrfq_qp == 10'h104,
+        qrfq_qp == 10'h103,
+        qrfq_qp == 10'h102,
+        qrfq_qp == 10'h101,
+        qrfq_qp == 10'h100,
+        qrfq_qp == 10'h0ff,
+        qrfq_qp == 10'h0fe,
+        qrfq_qp == 10'h0fd,
+        qrfq_qp == 10'h0fc,
+        qrfq_qp == 10'h0fb,
+        qrfq_qp == 10'h0fa,
+        qrfq_qp == 10'h0f9,
+        qrfq_qp == 10'h0f8,
+        qrfq_qp == 10'h0f7,
+        qrfq_qp == 10'h0f6,
+        qrfq_qp == 10'h0f5,
+        qrfq_qp == 10'h0f4,
+        qrfq_qp == 10'h0f3,
+        qrfq_qp == 10'h0f2,
+        qrfq_qp == 10'h0f1,
+        qrfq_qp == 10'h0f0,
+        qrfq_qp == 10'h0ef,
+        qrfq_qp == 10'h0ee,
+        qrfq_qp == 10'h0ed,
+        qrfq_qp == 10'h0ec,
+        qrfq_qp == 10'h0eb,
+        qrfq_qp == 10'h0ea,
+        qrfq_qp == 10'h0e9,
+        qrfq_qp == 10'h0e8,
+        qrfq_qp == 10'h0e7,
+        qrfq_qp == 10'h0e6,
+        qrfq_qp == 10'h0e5,
+        qrfq_qp == 10'h0e4,
+        qrfq_qp == 10'h0e3,
+        qrfq_qp == 10'h0e2,
+        qrfq_qp == 10'h0e1,
+        qrfq_qp == 10'h0e0,
+        qrfq_qp == 10'h0df,
+        qrfq_qp == 10'h0de,
+        qrfq_qp == 10'h0dd,
+        qrfq_qp == 10'h0dc,
+        qrfq_qp == 10'h0db,
+        qrfq_qp == 10'h0da,
+        qrfq_qp == 10'h0d9,
+        qrfq_qp == 10'h0d8,
+        qrfq_qp == 10'h0d7,
+        qrfq_qp == 10'h0d6,
+        qrfq_qp == 10'h0d5,
+        qrfq_qp == 10'h0d4,
+        qrfq_qp == 10'h0d3,
+        qrfq_qp == 10'h0d2,
+        qrfq_qp == 10'h0d1,
+        qrfq_qp == 10'h0d0,
+        qrfq_qp == 10'h0cf,
+        qrfq_qp == 10'h0ce,
+        qrfq_qp == 10'h0cd,
+        qrfq_qp == 10'h0cc,
+        qrfq_qp == 10'h0cb,
+        qrfq_qp == 10'h0ca,
+        qrfq_qp == 10'h0c9,
+        qrfq_qp == 10'h0c8,
+        qrfq_qp == 10'h0c7,
+        qrfq_qp == 10'h0c6,
+        qrfq_qp == 10'h0c5,
+        qrfq_qp == 10'h0c4,
+        qrfq_qp == 10'h0c3,
+        qrfq_qp == 10'h0c2,
+        qrfq_qp == 10'h0c1,
+        qrfq_qp == 10'h0c0,
+        qrfq_qp == 10'h0bf,
+        qrfq_qp == 10'h0be,
+        qrfq_qp == 10'h0bd,
+        qrfq_qp == 10'h0bc,
+        qrfq_qp == 10'h0bb,
+        qrfq_qp == 10'h0ba,
+        qrfq_qp == 10'h0b9,
+        qrfq_qp == 10'h0b8,
+        qrfq_qp == 10'h0b7,
+        qrfq_qp == 10'h0b6,
+        qrfq_qp == 10'h0b5,
+        qrfq_qp == 10'h0b4,
+        qrfq_qp == 10'h0b3,
+        qrfq_qp == 10'h0b2,
+        qrfq_qp == 10'h0b1,
+        qrfq_qp == 10'h0b0,
+        qrfq_qp == 10'h0af,
+        qrfq_qp == 10'h0ae,
+        qrfq_qp == 10'h0ad,
+        qrfq_qp == 10'h0ac,
+        qrfq_qp == 10'h0ab,
+        qrfq_qp == 10'h0aa,
+        qrfq_qp == 10'h0a9,
+        qrfq_qp == 10'h0a8,
+        qrfq_qp == 10'h0a7,
+        qrfq_qp == 10'h0a6,
+        qrfq_qp == 10'h0a5,
+        qrfq_qp == 10'h0a4,
+        qrfq_qp == 10'h0a3,
+        qrfq_qp == 10'h0a2,
+        qrfq_qp == 10'h0a1,
+        qrfq_qp == 10'h0a0,
+        qrfq_qp == 10'h09f,
+        qrfq_qp == 10'h09e,
+        qrfq_qp == 10'h09d,
+        qrfq_qp == 10'h09c,
+        qrfq_qp == 10'h09b,
+        qrfq_qp == 10'h09a,
+        qrfq_qp == 10'h099,
+        qrfq_qp == 10'h098,
+        qrfq_qp == 10'h097,
+        qrfq_qp == 10'h096,
+        qrfq_qp == 10'h095,
+        qrfq_qp == 10'h094,
+        qrfq_qp == 10'h093,
+        qrfq_qp == 10'h092,
+        qrfq_qp == 10'h091,
+        qrfq_qp == 10'h090,
+        qrfq_qp == 10'h08f,
+        qrfq_qp == 10'h08e,
+        qrfq_qp == 10'h08d,
+        qrfq_qp == 10'h08c,
+        qrfq_qp == 10'h08b,
+        qrfq_qp == 10'h08a,
+        qrfq_qp == 10'h089,
+        qrfq_qp == 10'h088,
+        qrfq_qp == 10'h087,
+        qrfq_qp == 10'h086,
+        qrfq_qp == 10'h085,
+        qrfq_qp == 10'h084,
+        qrfq_qp == 10'h083,
+        qrfq_qp == 10'h082,
+        qrfq_qp == 10'h081,
+        qrfq_qp == 10'h080,
+        qrfq_qp == 10'h07f,
+        qrfq_qp == 10'h07e,
+        qrfq_qp == 10'h07d,
+        qrfq_qp == 10'h07c,
+        qrfq_qp == 10'h07b,
+        qrfq_qp == 10'h07a,
+        qrfq_qp == 10'h079,
+        qrfq_qp == 10'h078,
+        qrfq_qp == 10'h077,
+        qrfq_qp == 10'h076,
+        qrfq_qp == 10'h075,
+        qrfq_qp == 10'h074,
+        qrfq_qp == 10'h073,
+        qrfq_qp == 10'h072,
+        qrfq_qp == 10'h071,
+        qrfq_qp == 10'h070,
+        qrfq_qp == 10'h06f,
+        qrfq_qp == 10'h06e,
+        qrfq_qp == 10'h06d,
+        qrfq_qp == 10'h06c,
+        qrfq_qp == 10'h06b,
+        qrfq_qp == 10'h06a,
+        qrfq_qp == 10'h069,
+        qrfq_qp == 10'h068,
+        qrfq_qp == 10'h067,
+        qrfq_qp == 10'h066,
+        qrfq_qp == 10'h065,
+        qrfq_qp == 10'h064,
+        qrfq_qp == 10'h063,
+        qrfq_qp == 10'h062,
+        qrfq_qp == 10'h061,
+        qrfq_qp == 10'h060,
+        qrfq_qp == 10'h05f,
+        qrfq_qp == 10'h05e,
+        qrfq_qp == 10'h05d,
+        qrfq_qp == 10'h05c,
+        qrfq_qp == 10'h05b,
+        qrfq_qp == 10'h05a,
+        qrfq_qp == 10'h059,
+        qrfq_qp == 10'h058,
+        qrfq_qp == 10'h057,
+        qrfq_qp == 10'h056,
+        qrfq_qp == 10'h055,
+        qrfq_qp == 10'h054,
+        qrfq_qp == 10'h053,
+        qrfq_qp == 10'h052,
+        qrfq_qp == 10'h051,
+        qrfq_qp == 10'h050,
+        qrfq_qp == 10'h04f,
+        qrfq_qp == 10'h04e,
+        qrfq_qp == 10'h04d,
+        qrfq_qp == 10'h04c,
+        qrfq_qp == 10'h04b,
+        qrfq_qp == 10'h04a,
+        qrfq_qp == 10'h049,
+        qrfq_qp == 10'h048,
+        qrfq_qp == 10'h047,
+        qrfq_qp == 10'h046,
+        qrfq_qp == 10'h045,
+        qrfq_qp == 10'h044,
+        qrfq_qp == 10'h043,
+        qrfq_qp == 10'h042,
+        qrfq_qp == 10'h041,
+        qrfq_qp == 10'h040,
+        qrfq_qp == 10'h03f,
+        qrfq_qp == 10'h03e,
+        qrfq_qp == 10'h03d,
+        qrfq_qp == 10'h03c,
+        qrfq_qp == 10'h03b,
+        qrfq_qp == 10'h03a,
+        qrfq_qp == 10'h039,
+        qrfq_qp == 10'h038,
+        qrfq_qp == 10'h037,
+        qrfq_qp == 10'h036,
+        qrfq_qp == 10'h035,
+        qrfq_qp == 10'h034,
+        qrfq_qp == 10'h033,
+        qrfq_qp == 10'h032,
+        qrfq_qp == 10'h031,
+        qrfq_qp == 10'h030,
+        qrfq_qp == 10'h02f,
+        qrfq_qp == 10'h02e,
+        qrfq_qp == 10'h02d,
+        qrfq_qp == 10'h02c,
+        qrfq_qp == 10'h02b,
+        qrfq_qp == 10'h02a,
+        qrfq_qp == 10'h029,
+        qrfq_qp == 10'h028,
+        qrfq_qp == 10'h027,
+        qrfq_qp == 10'h026,
+        qrfq_qp == 10'h025,
+        qrfq_qp == 10'h024,
+        qrfq_qp == 10'h023,
+        qrfq_qp == 10'h022,
+        qrfq_qp == 10'h021,
+        qrfq_qp == 10'h020,
+        qrfq_qp == 10'h01f,
+        qrfq_qp == 10'h01e,
+        qrfq_qp == 10'h01d,
+        qrfq_qp == 10'h01c,
+        qrfq_qp == 10'h01b,
+        qrfq_qp == 10'h01a,
+        qrfq_qp == 10'h019,
+        qrfq_qp == 10'h018,
+        qrfq_qp == 10'h017,
+        qrfq_qp == 10'h016,
+        qrfq_qp == 10'h015,
+        qrfq_qp == 10'h014,
+        qrfq_qp == 10'h013,
+        qrfq_qp == 10'h012,
+        qrfq_qp == 10'h011,
+        qrfq_qp == 10'h010,
+        qrfq_qp == 10'h00f,
+        qrfq_qp == 10'h00e,
+        qrfq_qp == 10'h00d,
+        qrfq_qp == 10'h00c,
+        qrfq_qp == 10'h00b,
+        qrfq_qp == 10'h00a,
+        qrfq_qp == 10'h009,
+        qrfq_qp == 10'h008,
+        qrfq_qp == 10'h007,
+        qrfq_qp == 10'h006,
+        qrfq_qp == 10'h005,
+        qrfq_qp == 10'h004,
+        qrfq_qp == 10'h003,
+        qrfq_qp == 10'h002,
+        qrfq_qp == 10'h001,
+        qrfq_qp == 10'h000
+    };
+    assign rf_queued = |(queued & qrfq_1h);
+    assign rf_go = ((rf_live & ~qp_state_busy) & ~term_ev_set) & (rf_queued | ~((eng_requeue | db_enqueue) | err_enqueue));
+    assign rf_store = rf_go;
+    assign rf_enqueue = rf_go & ~rf_queued;
+    assign rf_drop = rf_v & ~rf_live;
+    assign rf_rec = {
+        1'h1,
+        1'h1,
+        {128'h00000000000000000000000000000000, {rf_addr, rf_cut}},
+        176'h00000000000000000000000000000000000000000000
+    };
+    assign qrfh_qp = cq0_qpn;
+    assign qrfh_1h = {
+        qrfh_qp == 10'h3ff,
+        qrfh_qp == 10'h3fe,
+        qrfh_qp == 10'h3fd,
+        qrfh_qp == 10'h3fc,
+        qrfh_qp == 10'h3fb,
+        qrfh_qp == 10'h3fa,
+        qrfh_qp == 10'h3f9,
+        qrfh_qp == 10'h3f8,
+        qrfh_qp == 10'h3f7,
+        qrfh_qp == 10'h3f6,
+        qrfh_qp == 10'h3f5,
+        qrfh_qp == 10'h3f4,
+        qrfh_qp == 10'h3f3,
+        qrfh_qp == 10'h3f2,
+        qrfh_qp == 10'h3f1,
+        qrfh_qp == 10'h3f0,
+        qrfh_qp == 10'h3ef,
+        qrfh_qp == 10'h3ee,
+        qrfh_qp == 10'h3ed,
+        qrfh_qp == 10'h3ec,
+        qrfh_qp == 10'h3eb,
+        qrfh_qp == 10'h3ea,
+        qrfh_qp == 10'h3e9,
+        qrfh_qp == 10'h3e8,
+        qrfh_qp == 10'h3e7,
+        qrfh_qp == 10'h3e6,
+        qrfh_qp == 10'h3e5,
+        qrfh_qp == 10'h3e4,
+        qrfh_qp == 10'h3e3,
+        qrfh_qp == 10'h3e2,
+        qrfh_qp == 10'h3e1,
+        qrfh_qp == 10'h3e0,
+        qrfh_qp == 10'h3df,
+        qrfh_qp == 10'h3de,
+        qrfh_qp == 10'h3dd,
+        qrfh_qp == 10'h3dc,
+        qrfh_qp == 10'h3db,
+        qrfh_qp == 10'h3da,
+        qrfh_qp == 10'h3d9,
+        qrfh_qp == 10'h3d8,
+        qrfh_qp == 10'h3d7,
+        qrfh_qp == 10'h3d6,
+        qrfh_qp == 10'h3d5,
+        qrfh_qp == 10'h3d4,
+        qrfh_qp == 10'h3d3,
+        qrfh_qp == 10'h3d2,
+        qrfh_qp == 10'h3d1,
+        qrfh_qp == 10'h3d0,
+        qrfh_qp == 10'h3cf,
+        qrfh_qp == 10'h3ce,
+        qrfh_qp == 10'h3cd,
+        qrfh_qp == 10'h3cc,
+        qrfh_qp == 10'h3cb,
+        qrfh_qp == 10'h3ca,
+        qrfh_qp == 10'h3c9,
+        qrfh_qp == 10'h3c8,
+        qrfh_qp == 10'h3c7,
+        qrfh_qp == 10'h3c6,
+        qrfh_qp == 10'h3c5,
+        qrfh_qp == 10'h3c4,
+        qrfh_qp == 10'h3c3,
+        qrfh_qp == 10'h3c2,
+        qrfh_qp == 10'h3c1,
+        qrfh_qp == 10'h3c0,
+        qrfh_qp == 10'h3bf,
+        qrfh_qp == 10'h3be,
+        qrfh_qp == 10'h3bd,
+        qrfh_qp == 10'h3bc,
+        qrfh_qp == 10'h3bb,
+        qrfh_qp == 10'h3ba,
+        qrfh_qp == 10'h3b9,
+        qrfh_qp == 10'h3b8,
+        qrfh_qp == 10'h3b7,
+        qrfh_qp == 10'h3b6,
+        qrfh_qp == 10'h3b5,
+        qrfh_qp == 10'h3b4,
+        qrfh_qp == 10'h3b3,
+        qrfh_qp == 10'h3b2,
+        qrfh_qp == 10'h3b1,
+        qrfh_qp == 10'h3b0,
+        qrfh_qp == 10'h3af,
+        qrfh_qp == 10'h3ae,
+        qrfh_qp == 10'h3ad,
+        qrfh_qp == 10'h3ac,
+        qrfh_qp == 10'h3ab,
+        qrfh_qp == 10'h3aa,
+        qrfh_qp == 10'h3a9,
+        qrfh_qp == 10'h3a8,
+        qrfh_qp == 10'h3a7,
+        qrfh_qp == 10'h3a6,
+        qrfh_qp == 10'h3a5,
+        qrfh_qp == 10'h3a4,
+        qrfh_qp == 10'h3a3,
+        qrfh_qp == 10'h3a2,
+        qrfh_qp == 10'h3a1,
+        qrfh_qp == 10'h3a0,
+        qrfh_qp == 10'h39f,
+        qrfh_qp == 10'h39e,
+        qrfh_qp == 10'h39d,
+        qrfh_qp == 10'h39c,
+        qrfh_qp == 10'h39b,
+        qrfh_qp == 10'h39a,
+        qrfh_qp == 10'h399,
+        qrfh_qp == 10'h398,
+        qrfh_qp == 10'h397,
+        qrfh_qp == 10'h396,
+        qrfh_qp == 10'h395,
+        qrfh_qp == 10'h394,
+        qrfh_qp == 10'h393,
+        qrfh_qp == 10'h392,
+        qrfh_qp == 10'h391,
+        qrfh_qp == 10'h390,
+        qrfh_qp == 10'h38f,
+        qrfh_qp == 10'h38e,
+        qrfh_qp == 10'h38d,
+        qrfh_qp == 10'h38c,
+        qrfh_qp == 10'h38b,
+        qrfh_qp == 10'h38a,
+        qrfh_qp == 10'h389,
+        qrfh_qp == 10'h388,
+        qrfh_qp == 10'h387,
+        qrfh_qp == 10'h386,
+        qrfh_qp == 10'h385,
+        qrfh_qp == 10'h384,
+        qrfh_qp == 10'h383,
+        qrfh_qp == 10'h382,
+        qrfh_qp == 10'h381,
+        qrfh_qp == 10'h380,
+        qrfh_qp == 10'h37f,
+        qrfh_qp == 10'h37e,
+        qrfh_qp == 10'h37d,
+        qrfh_qp == 10'h37c,
+        qrfh_qp == 10'h37b,
+        qrfh_qp == 10'h37a,
+        qrfh_qp == 10'h379,
+        qrfh_qp == 10'h378,
+        qrfh_qp == 10'h377,
+        qrfh_qp == 10'h376,
+        qrfh_qp == 10'h375,
+        qrfh_qp == 10'h374,
+        qrfh_qp == 10'h373,
+        qrfh_qp == 10'h372,
+        qrfh_qp == 10'h371,
+        qrfh_qp == 10'h370,
+        qrfh_qp == 10'h36f,
+        qrfh_qp == 10'h36e,
+        qrfh_qp == 10'h36d,
+        qrfh_qp == 10'h36c,
+        qrfh_qp == 10'h36b,
+        qrfh_qp == 10'h36a,
+        qrfh_qp == 10'h369,
+        qrfh_qp == 10'h368,
+        qrfh_qp == 10'h367,
+        qrfh_qp == 10'h366,
+        qrfh_qp == 10'h365,
+        qrfh_qp == 10'h364,
+        qrfh_qp == 10'h363,
+        qrfh_qp == 10'h362,
+        qrfh_qp == 10'h361,
+        qrfh_qp == 10'h360,
+        qrfh_qp == 10'h35f,
+        qrfh_qp == 10'h35e,
+        qrfh_qp == 10'h35d,
+        qrfh_qp == 10'h35c,
+        qrfh_qp == 10'h35b,
+        qrfh_qp == 10'h35a,
+        qrfh_qp == 10'h359,
+        qrfh_qp == 10'h358,
+        qrfh_qp == 10'h357,
+        qrfh_qp == 10'h356,
+        qrfh_qp == 10'h355,
+        qrfh_qp == 10'h354,
+        qrfh_qp == 10'h353,
+        qrfh_qp == 10'h352,
+        qrfh_qp == 10'h351,
+        qrfh_qp == 10'h350,
+        qrfh_qp == 10'h34f,
+        qrfh_qp == 10'h34e,
+        qrfh_qp == 10'h34d,
+        qrfh_qp == 10'h34c,
+        qrfh_qp == 10'h34b,
+        qrfh_qp == 10'h34a,
+        qrfh_qp == 10'h349,
+        qrfh_qp == 10'h348,
+        qrfh_qp == 10'h347,
+        qrfh_qp == 10'h346,
+        qrfh_qp == 10'h345,
+        qrfh_qp == 10'h344,
+        qrfh_qp == 10'h343,
+        qrfh_qp == 10'h342,
+        qrfh_qp == 10'h341,
+        qrfh_qp == 10'h340,
+        qrfh_qp == 10'h33f,
+        qrfh_qp == 10'h33e,
+        qrfh_qp == 10'h33d,
+        qrfh_qp == 10'h33c,
+        qrfh_qp == 10'h33b,
+        qrfh_qp == 10'h33a,
+        qrfh_qp == 10'h339,
+        qrfh_qp == 10'h338,
+        qrfh_qp == 10'h337,
+        qrfh_qp == 10'h336,
+        qrfh_qp == 10'h335,
+        qrfh_qp == 10'h334,
+        qrfh_qp == 10'h333,
+        qrfh_qp == 10'h332,
+        qrfh_qp == 10'h331,
+        qrfh_qp == 10'h330,
+        qrfh_qp == 10'h32f,
+        qrfh_qp == 10'h32e,
+        qrfh_qp == 10'h32d,
+        qrfh_qp == 10'h32c,
+        qrfh_qp == 10'h32b,
+        qrfh_qp == 10'h32a,
+        qrfh_qp == 10'h329,
+        qrfh_qp == 10'h328,
+        qrfh_qp == 10'h327,
+        qrfh_qp == 10'h326,
+        qrfh_qp == 10'h325,
+        qrfh_qp == 10'h324,
+        qrfh_qp == 10'h323,
+        qrfh_qp == 10'h322,
+        qrfh_qp == 10'h321,
+        qrfh_qp == 10'h320,
+        qrfh_qp == 10'h31f,
+        qrfh_qp == 10'h31e,
+        qrfh_qp == 10'h31d,
+        qrfh_qp == 10'h31c,
+        qrfh_qp == 10'h31b,
+        qrfh_qp == 10'h31a,
+        qrfh_qp == 10'h319,
+        qrfh_qp == 10'h318,
+        qrfh_qp == 10'h317,
+        qrfh_qp == 10'h316,
+        qrfh_qp == 10'h315,
+        qrfh_qp == 10'h314,
+        qrfh_qp == 10'h313,
+        qrfh_qp == 10'h312,
+        qrfh_qp == 10'h311,
+        qrfh_qp == 10'h310,
+        qrfh_qp == 10'h30f,
+        qrfh_qp == 10'h30e,
+        qrfh_qp == 10'h30d,
+        qrfh_qp == 10'h30c,
+        qrfh_qp == 10'h30b,
+        qrfh_qp == 10'h30a,
+        qrfh_qp == 10'h309,
+        qrfh_qp == 10'h308,
+        qrfh_qp == 10'h307,
+        qrfh_qp == 10'h306,
+        qrfh_qp == 10'h305,
+        qrfh_qp == 10'h304,
+        qrfh_qp == 10'h303,
+        qrfh_qp == 10'h302,
+        qrfh_qp == 10'h301,
+        qrfh_qp == 10'h300,
+        qrfh_qp == 10'h2ff,
+        qrfh_qp == 10'h2fe,
+        qrfh_qp == 10'h2fd,
+        qrfh_qp == 10'h2fc,
+        qrfh_qp == 10'h2fb,
+        qrfh_qp == 10'h2fa,
+        qrfh_qp == 10'h2f9,
+        qrfh_qp == 10'h2f8,
+        qrfh_qp == 10'h2f7,
+        qrfh_qp == 10'h2f6,
+        qrfh_qp == 10'h2f5,
+        qrfh_qp == 10'h2f4,
+        qrfh_qp == 10'h2f3,
+        qrfh_qp == 10'h2f2,
+        qrfh_qp == 10'h2f1,
+        qrfh_qp == 10'h2f0,
+        qrfh_qp == 10'h2ef,
+        qrfh_qp == 10'h2ee,
+        qrfh_qp == 10'h2ed,
+        qrfh_qp == 10'h2ec,
+        qrfh_qp == 10'h2eb,
+        qrfh_qp == 10'h2ea,
+        qrfh_qp == 10'h2e9,
+        qrfh_qp == 10'h2e8,
+        qrfh_qp == 10'h2e7,
+        qrfh_qp == 10'h2e6,
+        qrfh_qp == 10'h2e5,
+        qrfh_qp == 10'h2e4,
+        qrfh_qp == 10'h2e3,
+        qrfh_qp == 10'h2e2,
+        qrfh_qp == 10'h2e1,
+        qrfh_qp == 10'h2e0,
+        qrfh_qp == 10'h2df,
+        qrfh_qp == 10'h2de,
+        qrfh_qp == 10'h2dd,
+        qrfh_qp == 10'h2dc,
+        qrfh_qp == 10'h2db,
+        qrfh_qp == 10'h2da,
+        qrfh_qp == 10'h2d9,
+        qrfh_qp == 10'h2d8,
+        qrfh_qp == 10'h2d7,
+        qrfh_qp == 10'h2d6,
+        qrfh_qp == 10'h2d5,
+        qrfh_qp == 10'h2d4,
+        qrfh_qp == 10'h2d3,
+        qrfh_qp == 10'h2d2,
+        qrfh_qp == 10'h2d1,
+        qrfh_qp == 10'h2d0,
+        qrfh_qp == 10'h2cf,
+        qrfh_qp == 10'h2ce,
+        qrfh_qp == 10'h2cd,
+        qrfh_qp == 10'h2cc,
+        qrfh_qp == 10'h2cb,
+        qrfh_qp == 10'h2ca,
+        qrfh_qp == 10'h2c9,
+        qrfh_qp == 10'h2c8,
+        qrfh_qp == 10'h2c7,
+        qrfh_qp == 10'h2c6,
+        qrfh_qp == 10'h2c5,
+        qrfh_qp == 10'h2c4,
+        qrfh_qp == 10'h2c3,
+        qrfh_qp == 10'h2c2,
+        qrfh_qp == 10'h2c1,
+        qrfh_qp == 10'h2c0,
+        qrfh_qp == 10'h2bf,
+        qrfh_qp == 10'h2be,
+        qrfh_qp == 10'h2bd,
+        qrfh_qp == 10'h2bc,
+        qrfh_qp == 10'h2bb,
+        qrfh_qp == 10'h2ba,
+        qrfh_qp == 10'h2b9,
+        qrfh_qp == 10'h2b8,
+        qrfh_qp == 10'h2b7,
+        qrfh_qp == 10'h2b6,
+        qrfh_qp == 10'h2b5,
+        qrfh_qp == 10'h2b4,
+        qrfh_qp == 10'h2b3,
+        qrfh_qp == 10'h2b2,
+        qrfh_qp == 10'h2b1,
+        qrfh_qp == 10'h2b0,
+        qrfh_qp == 10'h2af,
+        qrfh_qp == 10'h2ae,
+        qrfh_qp == 10'h2ad,
+        qrfh_qp == 10'h2ac,
+        qrfh_qp == 10'h2ab,
+        qrfh_qp == 10'h2aa,
+        qrfh_qp == 10'h2a9,
+        qrfh_qp == 10'h2a8,
+        qrfh_qp == 10'h2a7,
+        qrfh_qp == 10'h2a6,
+        qrfh_qp == 10'h2a5,
+        qrfh_qp == 10'h2a4,
+        qrfh_qp == 10'h2a3,
+        qrfh_qp == 10'h2a2,
+        qrfh_qp == 10'h2a1,
+        qrfh_qp == 10'h2a0,
+        qrfh_qp == 10'h29f,
+        qrfh_qp == 10'h29e,
+        qrfh_qp == 10'h29d,
+        qrfh_qp == 10'h29c,
+        qrfh_qp == 10'h29b,
+        qrfh_qp == 10'h29a,
+        qrfh_qp == 10'h299,
+        qrfh_qp == 10'h298,
+        qrfh_qp == 10'h297,
+        qrfh_qp == 10'h296,
+        qrfh_qp == 10'h295,
+        qrfh_qp == 10'h294,
+        qrfh_qp == 10'h293,
+        qrfh_qp == 10'h292,
+        qrfh_qp == 10'h291,
+        qrfh_qp == 10'h290,
+        qrfh_qp == 10'h28f,
+        qrfh_qp == 10'h28e,
+        qrfh_qp == 10'h28d,
+        qrfh_qp == 10'h28c,
+        qrfh_qp == 10'h28b,
+        qrfh_qp == 10'h28a,
+        qrfh_qp == 10'h289,
+        qrfh_qp == 10'h288,
+        qrfh_qp == 10'h287,
+        qrfh_qp == 10'h286,
+        qrfh_qp == 10'h285,
+        qrfh_qp == 10'h284,
+        qrfh_qp == 10'h283,
+        qrfh_qp == 10'h282,
+        qrfh_qp == 10'h281,
+        qrfh_qp == 10'h280,
+        qrfh_qp == 10'h27f,
+        qrfh_qp == 10'h27e,
+        qrfh_qp == 10'h27d,
+        qrfh_qp == 10'h27c,
+        qrfh_qp == 10'h27b,
+        qrfh_qp == 10'h27a,
+        qrfh_qp == 10'h279,
+        qrfh_qp == 10'h278,
+        qrfh_qp == 10'h277,
+        qrfh_qp == 10'h276,
+        qrfh_qp == 10'h275,
+        qrfh_qp == 10'h274,
+        qrfh_qp == 10'h273,
+        qrfh_qp == 10'h272,
+        qrfh_qp == 10'h271,
+        qrfh_qp == 10'h270,
+        qrfh_qp == 10'h26f,
+        qrfh_qp == 10'h26e,
+        qrfh_qp == 10'h26d,
+        qrfh_qp == 10'h26c,
+        qrfh_qp == 10'h26b,
+        qrfh_qp == 10'h26a,
+        qrfh_qp == 10'h269,
+        qrfh_qp == 10'h268,
+        qrfh_qp == 10'h267,
+        qrfh_qp == 10'h266,
+        qrfh_qp == 10'h265,
+        qrfh_qp == 10'h264,
+        qrfh_qp == 10'h263,
+        qrfh_qp == 10'h262,
+        qrfh_qp == 10'h261,
+        qrfh_qp == 10'h260,
+        qrfh_qp == 10'h25f,
+        qrfh_qp == 10'h25e,
+        qrfh_qp == 10'h25d,
+        qrfh_qp == 10'h25c,
+        qrfh_qp == 10'h25b,
+        qrfh_qp == 10'h25a,
+        qrfh_qp == 10'h259,
+        qrfh_qp == 10'h258,
+        qrfh_qp == 10'h257,
+        qrfh_qp == 10'h256,
+        qrfh_qp == 10'h255,
+        qrfh_qp == 10'h254,
+        qrfh_qp == 10'h253,
+        qrfh_qp == 10'h252,
+        qrfh_qp == 10'h251,
+        qrfh_qp == 10'h250,
+        qrfh_qp == 10'h24f,
+        qrfh_qp == 10'h24e,
+        qrfh_qp == 10'h24d,
+        qrfh_qp == 10'h24c,
+        qrfh_qp == 10'h24b,
+        qrfh_qp == 10'h24a,
+        qrfh_qp == 10'h249,
+        qrfh_qp == 10'h248,
+        qrfh_qp == 10'h247,
+        qrfh_qp == 10'h246,
+        qrfh_qp == 10'h245,
+        qrfh_qp == 10'h244,
+        qrfh_qp == 10'h243,
+        qrfh_qp == 10'h242,
+        qrfh_qp == 10'h241,
+        qrfh_qp == 10'h240,
+        qrfh_qp == 10'h23f,
+        qrfh_qp == 10'h23e,
+        qrfh_qp == 10'h23d,
+        qrfh_qp == 10'h23c,
+        qrfh_qp == 10'h23b,
+        qrfh_qp == 10'h23a,
+        qrfh_qp == 10'h239,
+        qrfh_qp == 10'h238,
+        qrfh_qp == 10'h237,
+        qrfh_qp == 10'h236,
+        qrfh_qp == 10'h235,
+        qrfh_qp == 10'h234,
+        qrfh_qp == 10'h233,
+        qrfh_qp == 10'h232,
+        qrfh_qp == 10'h231,
+        qrfh_qp == 10'h230,
+        qrfh_qp == 10'h22f,
+        qrfh_qp == 10'h22e,
+        qrfh_qp == 10'h22d,
+        qrfh_qp == 10'h22c,
+        qrfh_qp == 10'h22b,
+        qrfh_qp == 10'h22a,
+        qrfh_qp == 10'h229,
+        qrfh_qp == 10'h228,
+        qrfh_qp == 10'h227,
+        qrfh_qp == 10'h226,
+        qrfh_qp == 10'h225,
+        qrfh_qp == 10'h224,
+        qrfh_qp == 10'h223,
+        qrfh_qp == 10'h222,
+        qrfh_qp == 10'h221,
+        qrfh_qp == 10'h220,
+        qrfh_qp == 10'h21f,
+        qrfh_qp == 10'h21e,
+        qrfh_qp == 10'h21d,
+        qrfh_qp == 10'h21c,
+        qrfh_qp == 10'h21b,
+        qrfh_qp == 10'h21a,
+        qrfh_qp == 10'h219,
+        qrfh_qp == 10'h218,
+        qrfh_qp == 10'h217,
+        qrfh_qp == 10'h216,
+        qrfh_qp == 10'h215,
+        qrfh_qp == 10'h214,
+        qrfh_qp == 10'h213,
+        qrfh_qp == 10'h212,
+        qrfh_qp == 10'h211,
+        qrfh_qp == 10'h210,
+        qrfh_qp == 10'h20f,
+        qrfh_qp == 10'h20e,
+        qrfh_qp == 10'h20d,
+        qrfh_qp == 10'h20c,
+        qrfh_qp == 10'h20b,
+        qrfh_qp == 10'h20a,
+        qrfh_qp == 10'h209,
+        qrfh_qp == 10'h208,
+        qrfh_qp == 10'h207,
+        qrfh_qp == 10'h206,
+        qrfh_qp == 10'h205,
+        qrfh_qp == 10'h204,
+        qrfh_qp == 10'h203,
+        qrfh_qp == 10'h202,
+        qrfh_qp == 10'h201,
+        qrfh_qp == 10'h200,
+        qrfh_qp == 10'h1ff,
+        qrfh_qp == 10'h1fe,
+        qrfh_qp == 10'h1fd,
+        qrfh_qp == 10'h1fc,
+        qrfh_qp == 10'h1fb,
+        qrfh_qp == 10'h1fa,
+        qrfh_qp == 10'h1f9,
+        qrfh_qp == 10'h1f8,
+        qrfh_qp == 10'h1f7,
+        qrfh_qp == 10'h1f6,
+        qrfh_qp == 10'h1f5,
+        qrfh_qp == 10'h1f4,
+        qrfh_qp == 10'h1f3,
+        qrfh_qp == 10'h1f2,
+        qrfh_qp == 10'h1f1,
+        qrfh_qp == 10'h1f0,
+        qrfh_qp == 10'h1ef,
+        qrfh_qp == 10'h1ee,
+        qrfh_qp == 10'h1ed,
+        qrfh_qp == 10'h1ec,
+        qrfh_qp == 10'h1eb,
+        qrfh_qp == 10'h1ea,
+        qrfh_qp == 10'h1e9,
+        qrfh_qp == 10'h1e8,
+        qrfh_qp == 10'h1e7,
+        qrfh_qp == 10'h1e6,
+        qrfh_qp == 10'h1e5,
+        qrfh_qp == 10'h1e4,
+        qrfh_qp == 10'h1e3,
+        qrfh_qp == 10'h1e2,
+        qrfh_qp == 10'h1e1,
+        qrfh_qp == 10'h1e0,
+        qrfh_qp == 10'h1df,
+        qrfh_qp == 10'h1de,
+        qrfh_qp == 10'h1dd,
+        qrfh_qp == 10'h1dc,
+        qrfh_qp == 10'h1db,
+        qrfh_qp == 10'h1da,
+        qrfh_qp == 10'h1d9,
+        qrfh_qp == 10'h1d8,
+        qrfh_qp == 10'h1d7,
+        qrfh_qp == 10'h1d6,
+        qrfh_qp == 10'h1d5,
+        qrfh_qp == 10'h1d4,
+        qrfh_qp == 10'h1d3,
+        qrfh_qp == 10'h1d2,
+        qrfh_qp == 10'h1d1,
+        qrfh_qp == 10'h1d0,
+        qrfh_qp == 10'h1cf,
+        qrfh_qp == 10'h1ce,
+        qrfh_qp == 10'h1cd,
+        qrfh_qp == 10'h1cc,
+        qrfh_qp == 10'h1cb,
+        qrfh_qp == 10'h1ca,
+        qrfh_qp == 10'h1c9,
+        qrfh_qp == 10'h1c8,
+        qrfh_qp == 10'h1c7,
+        qrfh_qp == 10'h1c6,
+        qrfh_qp == 10'h1c5,
+        qrfh_qp == 10'h1c4,
+        qrfh_qp == 10'h1c3,
+        qrfh_qp == 10'h1c2,
+        qrfh_qp == 10'h1c1,
+        qrfh_qp == 10'h1c0,
+        qrfh_qp == 10'h1bf,
+        qrfh_qp == 10'h1be,
+        qrfh_qp == 10'h1bd,
+        qrfh_qp == 10'h1bc,
+        qrfh_qp == 10'h1bb,
+        qrfh_qp == 10'h1ba,
+        qrfh_qp == 10'h1b9,
+        qrfh_qp == 10'h1b8,
+        qrfh_qp == 10'h1b7,
+        qrfh_qp == 10'h1b6,
+        qrfh_qp == 10'h1b5,
+        qrfh_qp == 10'h1b4,
+        qrfh_qp == 10'h1b3,
+        qrfh_qp == 10'h1b2,
+        qrfh_qp == 10'h1b1,
+        qrfh_qp == 10'h1b0,
+        qrfh_qp == 10'h1af,
+        qrfh_qp == 10'h1ae,
+        qrfh_qp == 10'h1ad,
+        qrfh_qp == 10'h1ac,
+        qrfh_qp == 10'h1ab,
+        qrfh_qp == 10'h1aa,
+        qrfh_qp == 10'h1a9,
+        qrfh_qp == 10'h1a8,
+        qrfh_qp == 10'h1a7,
+        qrfh_qp == 10'h1a6,
+        qrfh_qp == 10'h1a5,
+        qrfh_qp == 10'h1a4,
+        qrfh_qp == 10'h1a3,
+        qrfh_qp == 10'h1a2,
+        qrfh_qp == 10'h1a1,
+        qrfh_qp == 10'h1a0,
+        qrfh_qp == 10'h19f,
+        qrfh_qp == 10'h19e,
+        qrfh_qp == 10'h19d,
+        qrfh_qp == 10'h19c,
+        qrfh_qp == 10'h19b,
+        qrfh_qp == 10'h19a,
+        qrfh_qp == 10'h199,
+        qrfh_qp == 10'h198,
+        qrfh_qp == 10'h197,
+        qrfh_qp == 10'h196,
+        qrfh_qp == 10'h195,
+        qrfh_qp == 10'h194,
+        qrfh_qp == 10'h193,
+        qrfh_qp == 10'h192,
+        qrfh_qp == 10'h191,
+        qrfh_qp == 10'h190,
+        qrfh_qp == 10'h18f,
+        qrfh_qp == 10'h18e,
+        qrfh_qp == 10'h18d,
+        qrfh_qp == 10'h18c,
+        qrfh_qp == 10'h18b,
+        qrfh_qp == 10'h18a,
+        qrfh_qp == 10'h189,
+        qrfh_qp == 10'h188,
+        qrfh_qp == 10'h187,
+        qrfh_qp == 10'h186,
+        qrfh_qp == 10'h185,
+        qrfh_qp == 10'h184,
+        qrfh_qp == 10'h183,
+        qrfh_qp == 10'h182,
+        qrfh_qp == 10'h181,
+        qrfh_qp == 10'h180,
+        qrfh_qp == 10'h17f,
+        qrfh_qp == 10'h17e,
+        qrfh_qp == 10'h17d,
+        qrfh_qp == 10'h17c,
+        qrfh_qp == 10'h17b,
+        qrfh_qp == 10'h17a,
+        qrfh_qp == 10'h179,
+        qrfh_qp == 10'h178,
+        qrfh_qp == 10'h177,
+        qrfh_qp == 10'h176,
+        qrfh_qp == 10'h175,
+        qrfh_qp == 10'h174,
+        qrfh_qp == 10'h173,
+        qrfh_qp == 10'h172,
+        qrfh_qp == 10'h171,
+        qrfh_qp == 10'h170,
+        qrfh_qp == 10'h16f,
+        qrfh_qp == 10'h16e,
+        qrfh_qp == 10'h16d,
+        qrfh_qp == 10'h16c,
+        qrfh_qp == 10'h16b,
+        qrfh_qp == 10'h16a,
+        qrfh_qp == 10'h169,
+        qrfh_qp == 10'h168,
+        qrfh_qp == 10'h167,
+        qrfh_qp == 10'h166,
+        qrfh_qp == 10'h165,
+        qrfh_qp == 10'h164,
+        qrfh_qp == 10'h163,
+        qrfh_qp == 10'h162,
+        qrfh_qp == 10'h161,
+        qrfh_qp == 10'h160,
+        qrfh_qp == 10'h15f,
+        qrfh_qp == 10'h15e,
+        qrfh_qp == 10'h15d,
+        qrfh_qp == 10'h15c,
+        qrfh_qp == 10'h15b,
+        qrfh_qp == 10'h15a,
+        qrfh_qp == 10'h159,
+        qrfh_qp == 10'h158,
+        qrfh_qp == 10'h157,
+        qrfh_qp == 10'h156,
+        qrfh_qp == 10'h155,
+        qrfh_qp == 10'h154,
+        qrfh_qp == 10'h153,
+        qrfh_qp == 10'h152,
+        qrfh_qp == 10'h151,
+        qrfh_qp == 10'h150,
+        qrfh_qp == 10'h14f,
+        qrfh_qp == 10'h14e,
+        qrfh_qp == 10'h14d,
+        qrfh_qp == 10'h14c,
+        qrfh_qp == 10'h14b,
+        qrfh_qp == 10'h14a,
+        qrfh_qp == 10'h149,
+        qrfh_qp == 10'h148,
+        qrfh_qp == 10'h147,
+        qrfh_qp == 10'h146,
+        qrfh_qp == 10'h145,
+        qrfh_qp == 10'h144,
+        qrfh_qp == 10'h143,
+        qrfh_qp == 10'h142,
+        qrfh_qp == 10'h141,
+        qrfh_qp == 10'h140,
+        qrfh_qp == 10'h13f,
+        qrfh_qp == 10'h13e,
+        qrfh_qp == 10'h13d,
+        qrfh_qp == 10'h13c,
+        qrfh_qp == 10'h13b,
+        qrfh_qp == 10'h13a,
+        qrfh_qp == 10'h139,
+        qrfh_qp == 10'h138,
+        qrfh_qp == 10'h137,
+        qrfh_qp == 10'h136,
+        qrfh_qp == 10'h135,
+        qrfh_qp == 10'h134,
+        qrfh_qp == 10'h133,
+        qrfh_qp == 10'h132,
+        qrfh_qp == 10'h131,
+        qrfh_qp == 10'h130,
+        qrfh_qp == 10'h12f,
+        qrfh_qp == 10'h12e,
+        qrfh_qp == 10'h12d,
+        qrfh_qp == 10'h12c,
+        qrfh_qp == 10'h12b,
+        qrfh_qp == 10'h12a,
+        qrfh_qp == 10'h129,
+        qrfh_qp == 10'h128,
+        qrfh_qp == 10'h127,
+        qrfh_qp == 10'h126,
+        qrfh_qp == 10'h125,
+        qrfh_qp == 10'h124,
+        qrfh_qp == 10'h123,
+        qrfh_qp == 10'h122,
+        qrfh_qp == 10'h121,
+        qrfh_qp == 10'h120,
+        qrfh_qp == 10'h11f,
+        qrfh_qp == 10'h11e,
+        qrfh_qp == 10'h11d,
+        qrfh_qp == 10'h11c,
+        qrfh_qp == 10'h11b,
+        qrfh_qp == 10'h11a,
+        qrfh_qp == 10'h119,
+        qrfh_qp == 10'h118,
+        qrfh_qp == 10'h117,
+        qrfh_qp == 10'h116,
+        qrfh_qp == 10'h115,
+        qrfh_qp == 10'h114,
+        qrfh_qp == 10'h113,
+        qrfh_qp == 10'h112,
+        qrfh_qp == 10'h111,
+        qrfh_qp == 10'h110,
+        qrfh_qp == 10'h10f,
+        qrfh_qp == 10'h10e,
+        qrfh_qp == 10'h10d,
+        qrfh_qp == 10'h10c,
+        qrfh_qp == 10'h10b,
+        qrfh_qp == 10'h10a,
+        qrfh_qp == 10'h109,
+        qrfh_qp == 10'h108,
+        qrfh_qp == 10'h107,
+        qrfh_qp == 10'h106,
+        qrfh_qp == 10'h105,
+        qrfh_qp == 10'h104,
+        qrfh_qp == 10'h103,
+        qrfh_qp == 10'h102,
+        qrfh_qp == 10'h101,
+        qrfh_qp == 10'h100,
+        qrfh_qp == 10'h0ff,
+        qrfh_qp == 10'h0fe,
+        qrfh_qp == 10'h0fd,
+        qrfh_qp == 10'h0fc,
+        qrfh_qp == 10'h0fb,
+        qrfh_qp == 10'h0fa,
+        qrfh_qp == 10'h0f9,
+        qrfh_qp == 10'h0f8,
+        qrfh_qp == 10'h0f7,
+        qrfh_qp == 10'h0f6,
+        qrfh_qp == 10'h0f5,
+        qrfh_qp == 10'h0f4,
+        qrfh_qp == 10'h0f3,
+        qrfh_qp == 10'h0f2,
+        qrfh_qp == 10'h0f1,
+        qrfh_qp == 10'h0f0,
+        qrfh_qp == 10'h0ef,
+        qrfh_qp == 10'h0ee,
+        qrfh_qp == 10'h0ed,
+        qrfh_qp == 10'h0ec,
+        qrfh_qp == 10'h0eb,
+        qrfh_qp == 10'h0ea,
+        qrfh_qp == 10'h0e9,
+        qrfh_qp == 10'h0e8,
+        qrfh_qp == 10'h0e7,
+        qrfh_qp == 10'h0e6,
+        qrfh_qp == 10'h0e5,
+        qrfh_qp == 10'h0e4,
+        qrfh_qp == 10'h0e3,
+        qrfh_qp == 10'h0e2,
+        qrfh_qp == 10'h0e1,
+        qrfh_qp == 10'h0e0,
+        qrfh_qp == 10'h0df,
+        qrfh_qp == 10'h0de,
+        qrfh_qp == 10'h0dd,
+        qrfh_qp == 10'h0dc,
+        qrfh_qp == 10'h0db,
+        qrfh_qp == 10'h0da,
+        qrfh_qp == 10'h0d9,
+        qrfh_qp == 10'h0d8,
+        qrfh_qp == 10'h0d7,
+        qrfh_qp == 10'h0d6,
+        qrfh_qp == 10'h0d5,
+        qrfh_qp == 10'h0d4,
+        qrfh_qp == 10'h0d3,
+        qrfh_qp == 10'h0d2,
+        qrfh_qp == 10'h0d1,
+        qrfh_qp == 10'h0d0,
+        qrfh_qp == 10'h0cf,
+        qrfh_qp == 10'h0ce,
+        qrfh_qp == 10'h0cd,
+        qrfh_qp == 10'h0cc,
+        qrfh_qp == 10'h0cb,
+        qrfh_qp == 10'h0ca,
+        qrfh_qp == 10'h0c9,
+        qrfh_qp == 10'h0c8,
+        qrfh_qp == 10'h0c7,
+        qrfh_qp == 10'h0c6,
+        qrfh_qp == 10'h0c5,
+        qrfh_qp == 10'h0c4,
+        qrfh_qp == 10'h0c3,
+        qrfh_qp == 10'h0c2,
+        qrfh_qp == 10'h0c1,
+        qrfh_qp == 10'h0c0,
+        qrfh_qp == 10'h0bf,
+        qrfh_qp == 10'h0be,
+        qrfh_qp == 10'h0bd,
+        qrfh_qp == 10'h0bc,
+        qrfh_qp == 10'h0bb,
+        qrfh_qp == 10'h0ba,
+        qrfh_qp == 10'h0b9,
+        qrfh_qp == 10'h0b8,
+        qrfh_qp == 10'h0b7,
+        qrfh_qp == 10'h0b6,
+        qrfh_qp == 10'h0b5,
+        qrfh_qp == 10'h0b4,
+        qrfh_qp == 10'h0b3,
+        qrfh_qp == 10'h0b2,
+        qrfh_qp == 10'h0b1,
+        qrfh_qp == 10'h0b0,
+        qrfh_qp == 10'h0af,
+        qrfh_qp == 10'h0ae,
+        qrfh_qp == 10'h0ad,
+        qrfh_qp == 10'h0ac,
+        qrfh_qp == 10'h0ab,
+        qrfh_qp == 10'h0aa,
+        qrfh_qp == 10'h0a9,
+        qrfh_qp == 10'h0a8,
+        qrfh_qp == 10'h0a7,
+        qrfh_qp == 10'h0a6,
+        qrfh_qp == 10'h0a5,
+        qrfh_qp == 10'h0a4,
+        qrfh_qp == 10'h0a3,
+        qrfh_qp == 10'h0a2,
+        qrfh_qp == 10'h0a1,
+        qrfh_qp == 10'h0a0,
+        qrfh_qp == 10'h09f,
+        qrfh_qp == 10'h09e,
+        qrfh_qp == 10'h09d,
+        qrfh_qp == 10'h09c,
+        qrfh_qp == 10'h09b,
+        qrfh_qp == 10'h09a,
+        qrfh_qp == 10'h099,
+        qrfh_qp == 10'h098,
+        qrfh_qp == 10'h097,
+        qrfh_qp == 10'h096,
+        qrfh_qp == 10'h095,
+        qrfh_qp == 10'h094,
+        qrfh_qp == 10'h093,
+        qrfh_qp == 10'h092,
+        qrfh_qp == 10'h091,
+        qrfh_qp == 10'h090,
+        qrfh_qp == 10'h08f,
+        qrfh_qp == 10'h08e,
+        qrfh_qp == 10'h08d,
+        qrfh_qp == 10'h08c,
+        qrfh_qp == 10'h08b,
+        qrfh_qp == 10'h08a,
+        qrfh_qp == 10'h089,
+        qrfh_qp == 10'h088,
+        qrfh_qp == 10'h087,
+        qrfh_qp == 10'h086,
+        qrfh_qp == 10'h085,
+        qrfh_qp == 10'h084,
+        qrfh_qp == 10'h083,
+        qrfh_qp == 10'h082,
+        qrfh_qp == 10'h081,
+        qrfh_qp == 10'h080,
+        qrfh_qp == 10'h07f,
+        qrfh_qp == 10'h07e,
+        qrfh_qp == 10'h07d,
+        qrfh_qp == 10'h07c,
+        qrfh_qp == 10'h07b,
+        qrfh_qp == 10'h07a,
+        qrfh_qp == 10'h079,
+        qrfh_qp == 10'h078,
+        qrfh_qp == 10'h077,
+        qrfh_qp == 10'h076,
+        qrfh_qp == 10'h075,
+        qrfh_qp == 10'h074,
+        qrfh_qp == 10'h073,
+        qrfh_qp == 10'h072,
+        qrfh_qp == 10'h071,
+        qrfh_qp == 10'h070,
+        qrfh_qp == 10'h06f,
+        qrfh_qp == 10'h06e,
+        qrfh_qp == 10'h06d,
+        qrfh_qp == 10'h06c,
+        qrfh_qp == 10'h06b,
+        qrfh_qp == 10'h06a,
+        qrfh_qp == 10'h069,
+        qrfh_qp == 10'h068,
+        qrfh_qp == 10'h067,
+        qrfh_qp == 10'h066,
+        qrfh_qp == 10'h065,
+        qrfh_qp == 10'h064,
+        qrfh_qp == 10'h063,
+        qrfh_qp == 10'h062,
+        qrfh_qp == 10'h061,
+        qrfh_qp == 10'h060,
+        qrfh_qp == 10'h05f,
+        qrfh_qp == 10'h05e,
+        qrfh_qp == 10'h05d,
+        qrfh_qp == 10'h05c,
+        qrfh_qp == 10'h05b,
+        qrfh_qp == 10'h05a,
+        qrfh_qp == 10'h059,
+        qrfh_qp == 10'h058,
+        qrfh_qp == 10'h057,
+        qrfh_qp == 10'h056,
+        qrfh_qp == 10'h055,
+        qrfh_qp == 10'h054,
+        qrfh_qp == 10'h053,
+        qrfh_qp == 10'h052,
+        qrfh_qp == 10'h051,
+        qrfh_qp == 10'h050,
+        qrfh_qp == 10'h04f,
+        qrfh_qp == 10'h04e,
+        qrfh_qp == 10'h04d,
+        qrfh_qp == 10'h04c,
+        qrfh_qp == 10'h04b,
+        qrfh_qp == 10'h04a,
+        qrfh_qp == 10'h049,
+        qrfh_qp == 10'h048,
+        qrfh_qp == 10'h047,
+        qrfh_qp == 10'h046,
+        qrfh_qp == 10'h045,
+        qrfh_qp == 10'h044,
+        qrfh_qp == 10'h043,
+        qrfh_qp == 10'h042,
+        qrfh_qp == 10'h041,
+        qrfh_qp == 10'h040,
+        qrfh_qp == 10'h03f,
+        qrfh_qp == 10'h03e,
+        qrfh_qp == 10'h03d,
+        qrfh_qp == 10'h03c,
+        qrfh_qp == 10'h03b,
+        qrfh_qp == 10'h03a,
+        qrfh_qp == 10'h039,
+        qrfh_qp == 10'h038,
+        qrfh_qp == 10'h037,
+        qrfh_qp == 10'h036,
+        qrfh_qp == 10'h035,
+        qrfh_qp == 10'h034,
+        qrfh_qp == 10'h033,
+        qrfh_qp == 10'h032,
+        qrfh_qp == 10'h031,
+        qrfh_qp == 10'h030,
+        qrfh_qp == 10'h02f,
+        qrfh_qp == 10'h02e,
+        qrfh_qp == 10'h02d,
+        qrfh_qp == 10'h02c,
+        qrfh_qp == 10'h02b,
+        qrfh_qp == 10'h02a,
+        qrfh_qp == 10'h029,
+        qrfh_qp == 10'h028,
+        qrfh_qp == 10'h027,
+        qrfh_qp == 10'h026,
+        qrfh_qp == 10'h025,
+        qrfh_qp == 10'h024,
+        qrfh_qp == 10'h023,
+        qrfh_qp == 10'h022,
+        qrfh_qp == 10'h021,
+        qrfh_qp == 10'h020,
+        qrfh_qp == 10'h01f,
+        qrfh_qp == 10'h01e,
+        qrfh_qp == 10'h01d,
+        qrfh_qp == 10'h01c,
+        qrfh_qp == 10'h01b,
+        qrfh_qp == 10'h01a,
+        qrfh_qp == 10'h019,
+        qrfh_qp == 10'h018,
+        qrfh_qp == 10'h017,
+        qrfh_qp == 10'h016,
+        qrfh_qp == 10'h015,
+        qrfh_qp == 10'h014,
+        qrfh_qp == 10'h013,
+        qrfh_qp == 10'h012,
+        qrfh_qp == 10'h011,
+        qrfh_qp == 10'h010,
+        qrfh_qp == 10'h00f,
+        qrfh_qp == 10'h00e,
+        qrfh_qp == 10'h00d,
+        qrfh_qp == 10'h00c,
+        qrfh_qp == 10'h00b,
+        qrfh_qp == 10'h00a,
+        qrfh_qp == 10'h009,
+        qrfh_qp == 10'h008,
+        qrfh_qp == 10'h007,
+        qrfh_qp == 10'h006,
+        qrfh_qp == 10'h005,
+        qrfh_qp == 10'h004,
+        qrfh_qp == 10'h003,
+        qrfh_qp == 10'h002,
+        qrfh_qp == 10'h001,
+        qrfh_qp == 10'h000
+    };
+    assign rf_head_dead = |(rf_dead & qrfh_1h) & ~cq0_term;
+    assign cpl_load = (((cpl_free & rreq_done_free) & |cq_count) & ~rf_busy) & (cq0_noring ? ~(cq0_cut & |ab_wait) : |cpl_written);
     assign m_rreq_done_valid = rreq_done_v;
     assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
     assign cq_pop = {3'h0, cpl_load};
     assign m_cpl_valid = cpl_v;
     assign m_cpl_cqe = cpl_cqe_q;
+    assign m_cpl_keep_txs = cpl_keep_txs_q;
     assign m_cpl_cq = cpl_cq_q;
     assign m_cpl_qpn = cpl_qpn_q;
     assign m_cpl_wr_id = cpl_wr_id_q;
@@ -10339,7 +13525,6 @@ module card_tx_w64 (
         rw_len2_p[2:0],
         rw_window[127:120],
         rev_rr32[255:224],
-        wr_done_tag[7:2],
         ab_diff[30:0],
         bind_w2[39:36],
         bind_w2[63:41]
@@ -10403,7 +13588,7 @@ module card_tx_w64 (
         if (rst) begin
             term_ev_qpn <= 10'h000;
         end else if (term_ev_load) begin
-            term_ev_qpn <= ((prot_term | wf_ev) | gf_ev) ? cur_qp : s_term_qpn;
+            term_ev_qpn <= ((((prot_term | wf_ev) | gf_ev) | rf_ev) | rf_err_ev) ? cur_qp : s_term_qpn;
         end
     end
 
@@ -10411,7 +13596,7 @@ module card_tx_w64 (
         if (rst) begin
             term_ev_cause <= 16'h0000;
         end else if (term_ev_load) begin
-            term_ev_cause <= (((wf_ev | wf_qp_error) | term_fault_go) | gf_ev) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
+            term_ev_cause <= (((((wf_ev | wf_qp_error) | term_fault_go) | gf_ev) | rf_ev) | rf_err_ev) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
         end
     end
 
@@ -10419,7 +13604,7 @@ module card_tx_w64 (
         if (rst) begin
             term_ev_info <= 32'h00000000;
         end else if (term_ev_load) begin
-            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (gf_ev ? gf_addr[31:0] : (term_fault_go ? s_term_fault_addr[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000))));
+            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (gf_ev ? gf_addr[31:0] : (rf_ev ? rf_ev_addr[31:0] : (term_fault_go ? s_term_fault_addr[31:0] : ((wf_qp_error | rf_err_ev) ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000)))));
         end
     end
 
@@ -10427,7 +13612,7 @@ module card_tx_w64 (
         if (rst) begin
             term_ev_type <= 8'h06;
         end else if (term_ev_load) begin
-            term_ev_type <= ((wf_ev | term_fault_go) | gf_ev) ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
+            term_ev_type <= (((wf_ev | term_fault_go) | gf_ev) | rf_ev) ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : (((term_local | wf_qp_error) | rf_err_ev) ? 8'h08 : 8'h06));
         end
     end
 
@@ -10459,7 +13644,7 @@ module card_tx_w64 (
         if (rst) begin
             term_pend <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            term_pend <= (((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}})) | (qcur_1h & {1024{prot_term}});
+            term_pend <= ((((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}})) | (qcur_1h & {1024{prot_term}})) | (qrf_1h & {1024{rf_store}});
         end
     end
 
@@ -11806,6 +14991,14 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        qa0_qp <= qa0_push ? cur_qp : ((qa_pop == 3'h1) ? qa1_qp : ((qa_pop == 3'h2) ? qa2_qp : ((qa_pop == 3'h3) ? qa3_qp : qa0_qp)));
+    end
+
+    always @(posedge clk) begin
+        qa0_off <= qa0_push ? f_off : ((qa_pop == 3'h1) ? qa1_off : ((qa_pop == 3'h2) ? qa2_off : ((qa_pop == 3'h3) ? qa3_off : qa0_off)));
+    end
+
+    always @(posedge clk) begin
         qa1_base <= qa1_push ? cur_txs_base : ((qa_pop == 3'h1) ? qa2_base : ((qa_pop == 3'h2) ? qa3_base : qa1_base));
     end
 
@@ -11831,6 +15024,14 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         qa1_drop <= qa1_push ? ab_drop : ((qa_pop == 3'h1) ? qa2_drop : ((qa_pop == 3'h2) ? qa3_drop : qa1_drop));
+    end
+
+    always @(posedge clk) begin
+        qa1_qp <= qa1_push ? cur_qp : ((qa_pop == 3'h1) ? qa2_qp : ((qa_pop == 3'h2) ? qa3_qp : qa1_qp));
+    end
+
+    always @(posedge clk) begin
+        qa1_off <= qa1_push ? f_off : ((qa_pop == 3'h1) ? qa2_off : ((qa_pop == 3'h2) ? qa3_off : qa1_off));
     end
 
     always @(posedge clk) begin
@@ -11862,6 +15063,14 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        qa2_qp <= qa2_push ? cur_qp : ((qa_pop == 3'h1) ? qa3_qp : qa2_qp);
+    end
+
+    always @(posedge clk) begin
+        qa2_off <= qa2_push ? f_off : ((qa_pop == 3'h1) ? qa3_off : qa2_off);
+    end
+
+    always @(posedge clk) begin
         qa3_base <= qa3_push ? cur_txs_base : qa3_base;
     end
 
@@ -11887,6 +15096,14 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         qa3_drop <= qa3_push ? ab_drop : qa3_drop;
+    end
+
+    always @(posedge clk) begin
+        qa3_qp <= qa3_push ? cur_qp : qa3_qp;
+    end
+
+    always @(posedge clk) begin
+        qa3_off <= qa3_push ? f_off : qa3_off;
     end
 
     always @(posedge clk) begin
@@ -12011,6 +15228,14 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            wr_seq <= 6'h00;
+        end else if (wr_req_go) begin
+            wr_seq <= wr_seq + 6'h01;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             ri_second <= 1'h0;
         end else if (wr_req_go) begin
             ri_second <= ~wr_req_end;
@@ -12120,6 +15345,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq0_wqe <= cq0_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq1_wqe : ((cq_pop == 4'h2) ? cq2_wqe : ((cq_pop == 4'h3) ? cq3_wqe : ((cq_pop == 4'h4) ? cq4_wqe : ((cq_pop == 4'h5) ? cq5_wqe : ((cq_pop == 4'h6) ? cq6_wqe : ((cq_pop == 4'h7) ? cq7_wqe : cq0_wqe)))))));
+    end
+
+    always @(posedge clk) begin
         cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
@@ -12181,6 +15410,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq1_cut <= cq1_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq2_cut : ((cq_pop == 4'h2) ? cq3_cut : ((cq_pop == 4'h3) ? cq4_cut : ((cq_pop == 4'h4) ? cq5_cut : ((cq_pop == 4'h5) ? cq6_cut : ((cq_pop == 4'h6) ? cq7_cut : cq1_cut))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_wqe <= cq1_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq2_wqe : ((cq_pop == 4'h2) ? cq3_wqe : ((cq_pop == 4'h3) ? cq4_wqe : ((cq_pop == 4'h4) ? cq5_wqe : ((cq_pop == 4'h5) ? cq6_wqe : ((cq_pop == 4'h6) ? cq7_wqe : cq1_wqe))))));
     end
 
     always @(posedge clk) begin
@@ -12248,6 +15481,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq2_wqe <= cq2_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq3_wqe : ((cq_pop == 4'h2) ? cq4_wqe : ((cq_pop == 4'h3) ? cq5_wqe : ((cq_pop == 4'h4) ? cq6_wqe : ((cq_pop == 4'h5) ? cq7_wqe : cq2_wqe)))));
+    end
+
+    always @(posedge clk) begin
         cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
@@ -12309,6 +15546,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq3_cut <= cq3_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq4_cut : ((cq_pop == 4'h2) ? cq5_cut : ((cq_pop == 4'h3) ? cq6_cut : ((cq_pop == 4'h4) ? cq7_cut : cq3_cut))));
+    end
+
+    always @(posedge clk) begin
+        cq3_wqe <= cq3_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq4_wqe : ((cq_pop == 4'h2) ? cq5_wqe : ((cq_pop == 4'h3) ? cq6_wqe : ((cq_pop == 4'h4) ? cq7_wqe : cq3_wqe))));
     end
 
     always @(posedge clk) begin
@@ -12376,6 +15617,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq4_wqe <= cq4_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq5_wqe : ((cq_pop == 4'h2) ? cq6_wqe : ((cq_pop == 4'h3) ? cq7_wqe : cq4_wqe)));
+    end
+
+    always @(posedge clk) begin
         cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
@@ -12437,6 +15682,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq5_cut <= cq5_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq6_cut : ((cq_pop == 4'h2) ? cq7_cut : cq5_cut));
+    end
+
+    always @(posedge clk) begin
+        cq5_wqe <= cq5_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq6_wqe : ((cq_pop == 4'h2) ? cq7_wqe : cq5_wqe));
     end
 
     always @(posedge clk) begin
@@ -12504,6 +15753,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq6_wqe <= cq6_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq7_wqe : cq6_wqe);
+    end
+
+    always @(posedge clk) begin
         cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
     end
 
@@ -12568,6 +15821,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq7_wqe <= cq7_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : cq7_wqe;
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             fp_out <= 8'h00;
         end else begin
@@ -12580,6 +15837,62 @@ module card_tx_w64 (
             ab_wait <= 8'h00;
         end else begin
             ab_wait <= (in_state11 & gf_fault) ? (fp_out - {7'h00, wr_done_fpdu}) : (ab_wait - {7'h00, wr_done_fpdu & |ab_wait});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rf_seen <= 1'h0;
+        end else begin
+            rf_seen <= wr_done_go & wr_done_err;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rf_new <= 1'h0;
+        end else begin
+            rf_new <= rf_seen;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (wr_done_go) begin
+            rf_burst <= wr_done_err_burst;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rf_dead <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            rf_dead <= ((rf_dead & ~(qcur_1h & {1024{1'h0}})) & ~(qterm_1h & {1024{cmd_create}})) | (qrf_1h & {1024{rf_dead_set}});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rf_v <= 1'h0;
+        end else begin
+            rf_v <= rf_dead_set | ((rf_v & ~rf_store) & ~rf_drop);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rf_seen) begin
+            rf_qp <= rf_info_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rf_seen) begin
+            rf_cut <= rf_info_cut;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rf_seen) begin
+            rf_addr <= rf_info_fault;
         end
     end
 
@@ -12619,7 +15932,15 @@ module card_tx_w64 (
         if (rst) begin
             cpl_cqe_q <= 1'h0;
         end else if (cpl_load) begin
-            cpl_cqe_q <= cq0_cqe;
+            cpl_cqe_q <= cq0_cqe | (rf_head_dead & cq0_wqe);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cpl_keep_txs_q <= 1'h0;
+        end else if (cpl_load) begin
+            cpl_keep_txs_q <= rf_head_dead;
         end
     end
 
@@ -12659,7 +15980,7 @@ module card_tx_w64 (
         if (rst) begin
             cpl_status_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_mal ? 8'h08 : (cq0_prot ? ((cq0_op == 3'h5) ? 8'h09 : 8'h02) : 8'h00)));
+            cpl_status_q <= rf_head_dead ? 8'h03 : (cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_mal ? 8'h08 : (cq0_prot ? ((cq0_op == 3'h5) ? 8'h09 : 8'h02) : 8'h00))));
         end
     end
 
@@ -12667,7 +15988,7 @@ module card_tx_w64 (
         if (rst) begin
             cpl_term_cause_q <= 16'h0000;
         end else if (cpl_load) begin
-            cpl_term_cause_q <= cq0_blame;
+            cpl_term_cause_q <= cq0_blame & {16{~rf_head_dead}};
         end
     end
 
@@ -12675,7 +15996,7 @@ module card_tx_w64 (
         if (rst) begin
             cpl_len_q <= 32'h00000000;
         end else if (cpl_load) begin
-            cpl_len_q <= cq0_len;
+            cpl_len_q <= cq0_len & {32{~rf_head_dead}};
         end
     end
 
@@ -12722,7 +16043,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             dma_err_q <= 1'h0;
-        end else if ((wr_done_valid & wr_done_err) | (rd_tvalid & rd_terr)) begin
+        end else if ((wr_done_go & wr_done_err) | (rd_tvalid & rd_terr)) begin
             dma_err_q <= 1'h1;
         end
     end
@@ -12753,7 +16074,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
         end
     end
 
@@ -12773,6 +16094,14 @@ module card_tx_w64 (
         qp_state_e_rd <= qp_state_e[ctx_rd_addr];
     end
 
+    // qp_state_f: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (qp_state_we) begin
+            qp_state_f[qp_state_wa] <= qp_state_wd;
+        end
+        qp_state_f_rd <= qp_state_f[rf_state_addr];
+    end
+
     // qp_closed: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (qp_closed_clear | qp_closed_set) begin
@@ -12783,8 +16112,11 @@ module card_tx_w64 (
 
     // term: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (term_ev_set) begin
-            term[prot_term ? cur_qp : cmd_num] <= prot_term ? eng_term_rec : {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
+        if (term_ev_set | rf_store) begin
+            term[term_ev_set ? (prot_term ? cur_qp : cmd_num) : rf_qp] <= term_ev_set ? {
+        1'h0,
+        prot_term ? eng_term_rec : {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause}
+    } : rf_rec;
         end
         term_rd <= term[ctx_rd_addr];
     end
@@ -12895,6 +16227,14 @@ module card_tx_w64 (
         end
     end
 
+    // wr_info: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (wr_req_go) begin
+            wr_info[wr_seq] <= {qa0_qp, qa0_off, wr_req_addr};
+        end
+        wr_info_rd <= wr_info[wr_done_tag[7:2]];
+    end
+
     dma_rd_w64 u_rd (
         .clk(clk),
         .rst(rst),
@@ -12985,14 +16325,15 @@ module card_tx_w64 (
         .s_req_ready(wr_req_ready),
         .s_req_addr(wr_req_addr),
         .s_req_len(wr_req_n - 16'h0001),
-        .s_req_tag({6'h00, {wr_req_end, qa0_last & wr_req_end}}),
+        .s_req_tag({wr_seq, wr_req_end, qa0_last & wr_req_end}),
         .s_axis_tdata(rw_data),
         .s_axis_tvalid(rw_valid),
         .s_axis_tready(wr_s_ready),
         .m_done_valid(wr_done_valid),
-        .m_done_ready(1'h1),
+        .m_done_ready(wr_done_ready),
         .m_done_tag(wr_done_tag),
         .m_done_err(wr_done_err),
+        .m_done_err_burst(wr_done_err_burst),
         .m_axi_awid(w_m_axi_awid),
         .m_axi_awaddr(w_m_axi_awaddr),
         .m_axi_awlen(w_m_axi_awlen),

@@ -63,33 +63,42 @@
 -- entering later are dropped before the ring writer, the QP's TXS_PI goes back
 -- to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic
 -- Terminate (sent at the cut); the WQE is not retired, so the flush completes
--- it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR
--- puts a live QP in error (taken one cycle after it is offered: the QP's state
--- is read first; a QP that does not exist is left alone), after which every
--- WQE posted and not completed, the ones posted later included, completes in
--- posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI
--- for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the
--- card model does) and nothing more is sent, but for a Read whose Read done is
--- taken before the flush reaches it (card_rx places nothing on a QP in error,
--- so every Read done is of a response placed before the error, though it may
--- reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's
--- Terminate is sent and its Read Requests dropped, they complete as on a live
--- QP (the card model completes a Read as its response's last segment is
--- placed); DESTROY frees a QP in error; CLOSE is taken without effect here
--- (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read
--- Response, from the pool, the engine or a record not yet taken, and reports
--- CLOSED on s_closed, after which the QP's Read Requests are dropped with
--- their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE
--- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
--- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
--- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
--- time; framing, ring writes and completions of earlier WQEs overlap it,
--- except on a tight CQ (cq_tight): there a WQE starts only once every
--- completion before it has its verdict (cpl_hold low, its own completion queue
--- empty), so that the WQE behind one whose completion overran is flushed,
--- never sent, as in the card model; its QP goes back to the scheduler
--- meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
--- that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+-- it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error
+-- completion of dma_wr, taken only once no record can go out before more write
+-- responses) fails its QP as the card model's drain does, a write response
+-- late: the QP is dead until CREATE (its records that complete a WQE complete
+-- it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with
+-- a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first
+-- refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR
+-- DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start
+-- and no Terminate sent; the FPDUs written past it are never published. QP
+-- commands: CREATE takes the staged context; ERROR puts a live QP in error
+-- (taken one cycle after it is offered: the QP's state is read first; a QP
+-- that does not exist is left alone), after which every WQE posted and not
+-- completed, the ones posted later included, completes in posting order with
+-- WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
+-- WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
+-- and nothing more is sent, but for a Read whose Read done is taken before the
+-- flush reaches it (card_rx places nothing on a QP in error, so every Read
+-- done is of a response placed before the error, though it may reach card_tx
+-- after the ERROR) and the WQEs sent behind it: once the QP's Terminate is
+-- sent and its Read Requests dropped, they complete as on a live QP (the card
+-- model completes a Read as its response's last segment is placed); DESTROY
+-- frees a QP in error; CLOSE is taken without effect here (card_stat decides
+-- CLOSED: it asks m_owed whether the QP still owes a Read Response, from the
+-- pool, the engine or a record not yet taken, and reports CLOSED on s_closed,
+-- after which the QP's Read Requests are dropped with their IRD entries kept,
+-- as the card model's CLOSED QP sends nothing). A WQE starts only when its TX
+-- ring has 1024 bytes free (more than the FPDUs of 480 inline bytes take at
+-- any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
+-- another. One WQE is fetched and segmented at a time; framing, ring writes
+-- and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+-- there a WQE starts only once every completion before it has its verdict
+-- (cpl_hold low, its own completion queue empty), so that the WQE behind one
+-- whose completion overran is flushed, never sent, as in the card model; its
+-- QP goes back to the scheduler meanwhile. A record of s_term with
+-- s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+-- that INFO instead of TERM_SENT.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -196,6 +205,7 @@ entity card_tx_w64 is
         m_cpl_sq_ci : out std_logic_vector(15 downto 0); -- the QP's SQ_CI after this WQE (status record)
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
         m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
+        m_cpl_keep_txs : out std_logic;      -- the record leaves TXS_PI where it is: a record of a QP whose transmit ring write was refused (its WQE completes WR_FLUSH_ERR), which publishes nothing past the refused FPDU
         m_cpl_term_cause : out std_logic_vector(15 downto 0); -- CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
         m_baddb_valid : out std_logic;       -- an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
         m_baddb_ready : in  std_logic;
@@ -337,11 +347,16 @@ architecture rtl of card_tx_w64 is
     signal ctx_rd_addr : std_logic_vector(9 downto 0);
     signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
     signal prot_err : std_logic;             -- an lkey check failed: the engine puts its QP in error
+    signal rf_store : std_logic;             -- a refused ring write's QP goes to error now, with its silent Terminate record
+    signal rf_qp : std_logic_vector(9 downto 0); -- the QP of the refused ring write being stored
+    signal rf_state_addr : std_logic_vector(9 downto 0); -- the QP whose state the ring-fault path reads
     signal qp_state_we : std_logic;
+    signal qp_state_busy : std_logic;        -- the engine or a command writes a state
     signal qp_state_wd : std_logic_vector(1 downto 0);
     signal qp_state_wa : std_logic_vector(9 downto 0);
     signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
+    signal qp_state_f_rd : std_logic_vector(1 downto 0); -- read data of qp_state_f
     signal qp_to_error : std_logic;          -- ERROR on a live QP
     signal qp_closed_clear : std_logic;      -- CREATE: the QP is not CLOSED
     signal qp_closed_pend : std_logic := '0'; -- a CLOSED report waits for a cycle without CREATE
@@ -363,13 +378,17 @@ architecture rtl of card_tx_w64 is
     signal gf_ev : std_logic;                -- the payload read fault's DMA_FAULT is raised
     signal gf_addr : std_logic_vector(63 downto 0); -- the faulted payload request's address
     signal wf_qp_error : std_logic;          -- the faulted WQE's QP_ERROR DMA (not TERM_SENT)
+    signal rf_ev : std_logic;                -- a refused ring write's DMA_FAULT is raised (its QP's silent turn)
+    signal rf_err_ev : std_logic;            -- ... and its QP_ERROR DMA (the turn's write-back)
+    signal rf_ev_addr : std_logic_vector(63 downto 0); -- the refused ring write's address
     signal term_ev_load : std_logic;
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal term_local : std_logic;           -- the record is a local failure's: QP_ERROR, not TERM_SENT
     signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
     signal term_ev_info : std_logic_vector(31 downto 0) := x"00000000";
     signal term_ev_type : std_logic_vector(7 downto 0) := x"06";
-    signal term_rd : std_logic_vector(400 downto 0); -- read data of term
+    signal rf_rec : std_logic_vector(401 downto 0); -- a refused ring write's silent record
+    signal term_rd : std_logic_vector(401 downto 0); -- read data of term
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
@@ -400,6 +419,8 @@ architecture rtl of card_tx_w64 is
     signal qterm_qp : std_logic_vector(9 downto 0);
     signal qterm_1h : std_logic_vector(1023 downto 0);
     signal term_sent : std_logic;            -- the engine wrote its QP's Terminate back
+    signal qrf_qp : std_logic_vector(9 downto 0);
+    signal qrf_1h : std_logic_vector(1023 downto 0);
     signal term_pend : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP has a Terminate to send
     signal term_pend_cur : std_logic;        -- the engine's QP has a Terminate to send
     signal term_blame_used : std_logic;      -- the engine's flushed WQE took its QP's blame
@@ -575,6 +596,7 @@ architecture rtl of card_tx_w64 is
     signal qerr_qp : std_logic_vector(9 downto 0);
     signal qerr_1h : std_logic_vector(1023 downto 0);
     signal err_enqueue : std_logic;          -- a QP put in error flushes its posted work
+    signal rf_enqueue : std_logic;           -- a refused ring write's QP gets a turn for its silent record
     signal push_new : std_logic;             -- a pushed block is kept
     signal baddb_set : std_logic;            -- a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI
     signal baddb_eng : std_logic;            -- the engine found its QP's TXS_CI bad
@@ -654,7 +676,8 @@ architecture rtl of card_tx_w64 is
     signal push2_hit : std_logic;
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
-    signal term_go : std_logic;              -- send the QP's Terminate
+    signal term_silent_wait : std_logic;     -- the QP's record is silent and the event slot is taken: its DMA_FAULT waits
+    signal term_go : std_logic;              -- send the QP's Terminate (a silent record: raise DMA_FAULT)
     signal rsp_ready : std_logic;            -- the QP's oldest Read Request can be answered (dropped)
     signal rsp_go : std_logic;               -- answer (drop) the QP's oldest Read Request
     signal wqe_ready : std_logic;            -- a WQE can start
@@ -666,16 +689,19 @@ architecture rtl of card_tx_w64 is
     signal wqe_go : std_logic;               -- a WQE starts (no TERM_SENT waits: its lkey check may fail)
     signal txs_ci_bad : std_logic;           -- TXS_CI ran past TXS_PI and the QP has bytes to send
     signal txs_ci_bad_go : std_logic;        -- ... reported now (the doorbell path has none)
-    signal wqe_ev_wait : std_logic;          -- the WQE or Read Response waits in decide for the event slot (card_cq takes it)
+    signal wqe_ev_wait : std_logic;          -- the WQE, Read Response or silent record waits in decide for the event slot (card_cq takes it)
     signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
     signal term_mode : std_logic := '0';     -- the engine sends its QP's Terminate (a stand-in header: no WQE)
-    signal cur_term : std_logic_vector(400 downto 0); -- the QP's Terminate record
+    signal cur_term : std_logic_vector(401 downto 0); -- the QP's Terminate record
     signal cur_term_cause : std_logic_vector(15 downto 0);
     signal cur_term_seglen : std_logic_vector(15 downto 0);
     signal cur_term_hdr : std_logic_vector(143 downto 0);
     signal cur_term_rdma : std_logic_vector(223 downto 0);
-    signal cur_term_recv : std_logic;        -- the QP's Terminate was received: nothing to send
+    signal cur_term_recv : std_logic;        -- the QP's Terminate was received (or the record is silent): nothing to send
+    signal cur_term_silent : std_logic;      -- the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut
+    signal cur_term_cut : std_logic_vector(31 downto 0); -- a silent record's cut: TXS_PI goes back to it
+    signal cur_term_addr : std_logic_vector(63 downto 0); -- a silent record's refused address
     signal term_etype : std_logic_vector(7 downto 0); -- layer and error type
     signal term_no_hdrs : std_logic;         -- a local catastrophic, MPA or version/opcode error: no header is copied
     signal term_md : std_logic;              -- M and D: the segment length and the DDP header are copied
@@ -978,6 +1004,8 @@ architecture rtl of card_tx_w64 is
     signal qa0_cut : std_logic_vector(15 downto 0);
     signal qa0_last : std_logic;
     signal qa0_drop : std_logic;
+    signal qa0_qp : std_logic_vector(9 downto 0);
+    signal qa0_off : std_logic_vector(31 downto 0);
     signal qa1_base : std_logic_vector(51 downto 0);
     signal qa1_pos : std_logic_vector(23 downto 0);
     signal qa1_len : std_logic_vector(15 downto 0);
@@ -985,6 +1013,8 @@ architecture rtl of card_tx_w64 is
     signal qa1_cut : std_logic_vector(15 downto 0);
     signal qa1_last : std_logic;
     signal qa1_drop : std_logic;
+    signal qa1_qp : std_logic_vector(9 downto 0);
+    signal qa1_off : std_logic_vector(31 downto 0);
     signal qa2_base : std_logic_vector(51 downto 0);
     signal qa2_pos : std_logic_vector(23 downto 0);
     signal qa2_len : std_logic_vector(15 downto 0);
@@ -992,6 +1022,8 @@ architecture rtl of card_tx_w64 is
     signal qa2_cut : std_logic_vector(15 downto 0);
     signal qa2_last : std_logic;
     signal qa2_drop : std_logic;
+    signal qa2_qp : std_logic_vector(9 downto 0);
+    signal qa2_off : std_logic_vector(31 downto 0);
     signal qa3_base : std_logic_vector(51 downto 0);
     signal qa3_pos : std_logic_vector(23 downto 0);
     signal qa3_len : std_logic_vector(15 downto 0);
@@ -999,6 +1031,8 @@ architecture rtl of card_tx_w64 is
     signal qa3_cut : std_logic_vector(15 downto 0);
     signal qa3_last : std_logic;
     signal qa3_drop : std_logic;
+    signal qa3_qp : std_logic_vector(9 downto 0);
+    signal qa3_off : std_logic_vector(31 downto 0);
     signal qa_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal qa0_push : std_logic;
     signal qa1_push : std_logic;
@@ -1042,6 +1076,7 @@ architecture rtl of card_tx_w64 is
     signal wr_req_ready : std_logic;
     signal wr_req_valid : std_logic;
     signal wr_req_go : std_logic;
+    signal wr_seq : std_logic_vector(5 downto 0) := "000000"; -- the next ring write's number
     signal wr_req_addr : std_logic_vector(63 downto 0); -- the ring's base, plus the FPDU's place for its first write
     signal wr_req_n : std_logic_vector(15 downto 0);
     signal wr_req_end : std_logic;           -- the FPDU's last write
@@ -1082,6 +1117,9 @@ architecture rtl of card_tx_w64 is
     signal wr_done_valid : std_logic;
     signal wr_done_tag : std_logic_vector(7 downto 0);
     signal wr_done_err : std_logic;
+    signal wr_done_err_burst : std_logic_vector(5 downto 0); -- the request's first refused burst
+    signal wr_done_ready : std_logic;        -- a completion is taken (an error one waits, below)
+    signal wr_done_go : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
     signal read_sent : std_logic;            -- the WQE is a Read whose Read Request went (or goes) out
     signal wqe_retires : std_logic;          -- a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
@@ -1098,7 +1136,7 @@ architecture rtl of card_tx_w64 is
     signal late_prot_flush : std_logic;      -- the flush reached the WQE that failed behind a Read: its own status
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
-    signal wb_txs_pi : std_logic_vector(31 downto 0); -- TXS_PI after the WQE: the cut when its payload read faulted
+    signal wb_txs_pi : std_logic_vector(31 downto 0); -- TXS_PI after the WQE: the cut when its payload read faulted, or a refused ring write's
     signal no_record : std_logic;            -- the write-back gives no record (the walk reached an outstanding Read)
     signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
     signal rev_cause : std_logic_vector(15 downto 0); -- mem.Fault.Cause(UseRemoteRead)
@@ -1125,6 +1163,7 @@ architecture rtl of card_tx_w64 is
     signal cq0_blame : std_logic_vector(15 downto 0);
     signal cq0_mal : std_logic;
     signal cq0_cut : std_logic;
+    signal cq0_wqe : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -1141,6 +1180,7 @@ architecture rtl of card_tx_w64 is
     signal cq1_blame : std_logic_vector(15 downto 0);
     signal cq1_mal : std_logic;
     signal cq1_cut : std_logic;
+    signal cq1_wqe : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -1157,6 +1197,7 @@ architecture rtl of card_tx_w64 is
     signal cq2_blame : std_logic_vector(15 downto 0);
     signal cq2_mal : std_logic;
     signal cq2_cut : std_logic;
+    signal cq2_wqe : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -1173,6 +1214,7 @@ architecture rtl of card_tx_w64 is
     signal cq3_blame : std_logic_vector(15 downto 0);
     signal cq3_mal : std_logic;
     signal cq3_cut : std_logic;
+    signal cq3_wqe : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -1189,6 +1231,7 @@ architecture rtl of card_tx_w64 is
     signal cq4_blame : std_logic_vector(15 downto 0);
     signal cq4_mal : std_logic;
     signal cq4_cut : std_logic;
+    signal cq4_wqe : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -1205,6 +1248,7 @@ architecture rtl of card_tx_w64 is
     signal cq5_blame : std_logic_vector(15 downto 0);
     signal cq5_mal : std_logic;
     signal cq5_cut : std_logic;
+    signal cq5_wqe : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -1221,6 +1265,7 @@ architecture rtl of card_tx_w64 is
     signal cq6_blame : std_logic_vector(15 downto 0);
     signal cq6_mal : std_logic;
     signal cq6_cut : std_logic;
+    signal cq6_wqe : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -1237,6 +1282,7 @@ architecture rtl of card_tx_w64 is
     signal cq7_blame : std_logic_vector(15 downto 0);
     signal cq7_mal : std_logic;
     signal cq7_cut : std_logic;
+    signal cq7_wqe : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -1255,9 +1301,34 @@ architecture rtl of card_tx_w64 is
     signal ab_wait : std_logic_vector(7 downto 0) := x"00"; -- FPDU writes the cut record waits for
     signal rreq_done_v : std_logic := '0';
     signal rreq_done_free : std_logic;
+    signal wr_info_rd : std_logic_vector(105 downto 0); -- read data of wr_info
+    signal rf_seen : std_logic := '0';       -- an error completion was taken last cycle: its write is read from wr_info
+    signal rf_new : std_logic := '0';        -- ... two cycles ago: its QP is looked up in rf_dead
+    signal rf_v : std_logic := '0';          -- a refused ring write's QP waits to be put in error
+    signal rf_head_waits : std_logic;        -- no record can go out before more write responses
+    signal rf_busy : std_logic;              -- a refused write is being looked up: no record goes out
+    signal rf_burst : std_logic_vector(5 downto 0); -- the refused write's first refused burst
+    signal rf_info_qp : std_logic_vector(9 downto 0);
+    signal rf_info_cut : std_logic_vector(31 downto 0); -- the refused FPDU's stream offset
+    signal rf_info_addr : std_logic_vector(63 downto 0); -- the write's address
+    signal rf_info_fault : std_logic_vector(63 downto 0); -- the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)
+    signal rf_dead_set : std_logic;
+    signal rf_dead : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
+    signal rf_drop : std_logic;              -- the refused write's QP is not live, or has a Terminate pending: it is only dead
+    signal rf_cut : std_logic_vector(31 downto 0);
+    signal rf_addr : std_logic_vector(63 downto 0);
+    signal rf_live : std_logic;
+    signal qrfq_qp : std_logic_vector(9 downto 0);
+    signal qrfq_1h : std_logic_vector(1023 downto 0);
+    signal rf_queued : std_logic;
+    signal rf_go : std_logic;
+    signal qrfh_qp : std_logic_vector(9 downto 0);
+    signal qrfh_1h : std_logic_vector(1023 downto 0);
+    signal rf_head_dead : std_logic;         -- the head record is a dead QP's (not its Terminate record)
     signal cpl_load : std_logic;
     signal rreq_done_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_cqe_q : std_logic := '0';
+    signal cpl_keep_txs_q : std_logic := '0';
     signal cpl_cq_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
@@ -1311,10 +1382,12 @@ architecture rtl of card_tx_w64 is
     signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
     type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
+    type qp_state_f_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal qp_state_f : qp_state_f_t;        -- QP state, read for a refused ring write's QP
     type qp_closed_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_closed : qp_closed_t;          -- bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
-    type term_t is array (0 to 1023) of std_logic_vector(400 downto 0);
-    signal term : term_t;                    -- the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
+    type term_t is array (0 to 1023) of std_logic_vector(401 downto 0);
+    signal term : term_t;                    -- the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(58 downto 0);
@@ -1337,6 +1410,8 @@ architecture rtl of card_tx_w64 is
     signal g_sge_b0 : g_sge_b0_t;            -- SGE store: word 0 of each SGE
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
+    type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
+    signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
 begin
     in_state0 <= b2l(eng_state = "00000");
     in_state1 <= b2l(eng_state = "00001");
@@ -1369,10 +1444,11 @@ begin
     cmd_rd_next <= (((cmd_valid and (not db_v)) and in_state0) and (not cmd_is_create)) and (not cmd_rd);
     s_term_ready <= cmd_sel_term and cmd_go;
     cmd_create <= cmd_go and cmd_is_create;
-    qp_state_wd <= mux(prot_err or b2l(cmd_op = x"3"), "10", mux(b2l(cmd_op = x"1"), "01", "00"));
-    qp_state_wa <= mux(prot_err, cur_qp, cmd_num);
+    qp_state_wd <= mux((prot_err or rf_store) or b2l(cmd_op = x"3"), "10", mux(b2l(cmd_op = x"1"), "01", "00"));
+    qp_state_wa <= mux(prot_err, cur_qp, mux(rf_store, rf_qp, cmd_num));
     qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
-    qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    qp_state_busy <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    qp_state_we <= qp_state_busy or rf_store;
     qp_closed_clear <= cmd_go and b2l(cmd_op = x"1");
     qp_closed_set <= qp_closed_pend or s_closed_valid;
     qp_closed_set_qp <= mux(qp_closed_pend, qp_closed_pend_qp, s_closed_qpn);
@@ -1380,17 +1456,17 @@ begin
     term_ev_set <= term_new or prot_term;
     gf_ev <= gf_ev_pend and (not term_ev_v);
     wf_qp_error <= prot_term and (wqe_fault or gf_fault);
-    term_ev_load <= ((term_ev_set or wf_ev) or term_fault_go) or gf_ev;
+    term_ev_load <= ((((term_ev_set or wf_ev) or term_fault_go) or gf_ev) or rf_ev) or rf_err_ev;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     term_local <= term_new and (or s_term_reason);
     m_ev_cause <= term_ev_cause;
     m_ev_info <= term_ev_info;
     m_ev_type <= term_ev_type;
-    m_fault_valid <= (wf_ev or term_fault_go) or gf_ev;
-    m_fault_qpn <= mux(wf_ev or gf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
-    m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go)));
-    m_fault_write <= ((term_fault_go and (not wf_ev)) and (not gf_ev)) and s_term_fault_write;
+    m_fault_valid <= ((wf_ev or term_fault_go) or gf_ev) or rf_ev;
+    m_fault_qpn <= mux((wf_ev or gf_ev) or rf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
+    m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, mux(rf_ev, rf_ev_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go))));
+    m_fault_write <= rf_ev or (((term_fault_go and (not wf_ev)) and (not gf_ev)) and s_term_fault_write);
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -5501,6 +5577,1033 @@ begin
         b2l(qterm_qp = "0000000001") &
         b2l(qterm_qp = "0000000000")
     );
+    qrf_qp <= rf_qp;
+    qrf_1h <= std_logic_vector'(
+        b2l(qrf_qp = "1111111111") &
+        b2l(qrf_qp = "1111111110") &
+        b2l(qrf_qp = "1111111101") &
+        b2l(qrf_qp = "1111111100") &
+        b2l(qrf_qp = "1111111011") &
+        b2l(qrf_qp = "1111111010") &
+        b2l(qrf_qp = "1111111001") &
+        b2l(qrf_qp = "1111111000") &
+        b2l(qrf_qp = "1111110111") &
+        b2l(qrf_qp = "1111110110") &
+        b2l(qrf_qp = "1111110101") &
+        b2l(qrf_qp = "1111110100") &
+        b2l(qrf_qp = "1111110011") &
+        b2l(qrf_qp = "1111110010") &
+        b2l(qrf_qp = "1111110001") &
+        b2l(qrf_qp = "1111110000") &
+        b2l(qrf_qp = "1111101111") &
+        b2l(qrf_qp = "1111101110") &
+        b2l(qrf_qp = "1111101101") &
+        b2l(qrf_qp = "1111101100") &
+        b2l(qrf_qp = "1111101011") &
+        b2l(qrf_qp = "1111101010") &
+        b2l(qrf_qp = "1111101001") &
+        b2l(qrf_qp = "1111101000") &
+        b2l(qrf_qp = "1111100111") &
+        b2l(qrf_qp = "1111100110") &
+        b2l(qrf_qp = "1111100101") &
+        b2l(qrf_qp = "1111100100") &
+        b2l(qrf_qp = "1111100011") &
+        b2l(qrf_qp = "1111100010") &
+        b2l(qrf_qp = "1111100001") &
+        b2l(qrf_qp = "1111100000") &
+        b2l(qrf_qp = "1111011111") &
+        b2l(qrf_qp = "1111011110") &
+        b2l(qrf_qp = "1111011101") &
+        b2l(qrf_qp = "1111011100") &
+        b2l(qrf_qp = "1111011011") &
+        b2l(qrf_qp = "1111011010") &
+        b2l(qrf_qp = "1111011001") &
+        b2l(qrf_qp = "1111011000") &
+        b2l(qrf_qp = "1111010111") &
+        b2l(qrf_qp = "1111010110") &
+        b2l(qrf_qp = "1111010101") &
+        b2l(qrf_qp = "1111010100") &
+        b2l(qrf_qp = "1111010011") &
+        b2l(qrf_qp = "1111010010") &
+        b2l(qrf_qp = "1111010001") &
+        b2l(qrf_qp = "1111010000") &
+        b2l(qrf_qp = "1111001111") &
+        b2l(qrf_qp = "1111001110") &
+        b2l(qrf_qp = "1111001101") &
+        b2l(qrf_qp = "1111001100") &
+        b2l(qrf_qp = "1111001011") &
+        b2l(qrf_qp = "1111001010") &
+        b2l(qrf_qp = "1111001001") &
+        b2l(qrf_qp = "1111001000") &
+        b2l(qrf_qp = "1111000111") &
+        b2l(qrf_qp = "1111000110") &
+        b2l(qrf_qp = "1111000101") &
+        b2l(qrf_qp = "1111000100") &
+        b2l(qrf_qp = "1111000011") &
+        b2l(qrf_qp = "1111000010") &
+        b2l(qrf_qp = "1111000001") &
+        b2l(qrf_qp = "1111000000") &
+        b2l(qrf_qp = "1110111111") &
+        b2l(qrf_qp = "1110111110") &
+        b2l(qrf_qp = "1110111101") &
+        b2l(qrf_qp = "1110111100") &
+        b2l(qrf_qp = "1110111011") &
+        b2l(qrf_qp = "1110111010") &
+        b2l(qrf_qp = "1110111001") &
+        b2l(qrf_qp = "1110111000") &
+        b2l(qrf_qp = "1110110111") &
+        b2l(qrf_qp = "1110110110") &
+        b2l(qrf_qp = "1110110101") &
+        b2l(qrf_qp = "1110110100") &
+        b2l(qrf_qp = "1110110011") &
+        b2l(qrf_qp = "1110110010") &
+        b2l(qrf_qp = "1110110001") &
+        b2l(qrf_qp = "1110110000") &
+        b2l(qrf_qp = "1110101111") &
+        b2l(qrf_qp = "1110101110") &
+        b2l(qrf_qp = "1110101101") &
+        b2l(qrf_qp = "1110101100") &
+        b2l(qrf_qp = "1110101011") &
+        b2l(qrf_qp = "1110101010") &
+        b2l(qrf_qp = "1110101001") &
+        b2l(qrf_qp = "1110101000") &
+        b2l(qrf_qp = "1110100111") &
+        b2l(qrf_qp = "1110100110") &
+        b2l(qrf_qp = "1110100101") &
+        b2l(qrf_qp = "1110100100") &
+        b2l(qrf_qp = "1110100011") &
+        b2l(qrf_qp = "1110100010") &
+        b2l(qrf_qp = "1110100001") &
+        b2l(qrf_qp = "1110100000") &
+        b2l(qrf_qp = "1110011111") &
+        b2l(qrf_qp = "1110011110") &
+        b2l(qrf_qp = "1110011101") &
+        b2l(qrf_qp = "1110011100") &
+        b2l(qrf_qp = "1110011011") &
+        b2l(qrf_qp = "1110011010") &
+        b2l(qrf_qp = "1110011001") &
+        b2l(qrf_qp = "1110011000") &
+        b2l(qrf_qp = "1110010111") &
+        b2l(qrf_qp = "1110010110") &
+        b2l(qrf_qp = "1110010101") &
+        b2l(qrf_qp = "1110010100") &
+        b2l(qrf_qp = "1110010011") &
+        b2l(qrf_qp = "1110010010") &
+        b2l(qrf_qp = "1110010001") &
+        b2l(qrf_qp = "1110010000") &
+        b2l(qrf_qp = "1110001111") &
+        b2l(qrf_qp = "1110001110") &
+        b2l(qrf_qp = "1110001101") &
+        b2l(qrf_qp = "1110001100") &
+        b2l(qrf_qp = "1110001011") &
+        b2l(qrf_qp = "1110001010") &
+        b2l(qrf_qp = "1110001001") &
+        b2l(qrf_qp = "1110001000") &
+        b2l(qrf_qp = "1110000111") &
+        b2l(qrf_qp = "1110000110") &
+        b2l(qrf_qp = "1110000101") &
+        b2l(qrf_qp = "1110000100") &
+        b2l(qrf_qp = "1110000011") &
+        b2l(qrf_qp = "1110000010") &
+        b2l(qrf_qp = "1110000001") &
+        b2l(qrf_qp = "1110000000") &
+        b2l(qrf_qp = "1101111111") &
+        b2l(qrf_qp = "1101111110") &
+        b2l(qrf_qp = "1101111101") &
+        b2l(qrf_qp = "1101111100") &
+        b2l(qrf_qp = "1101111011") &
+        b2l(qrf_qp = "1101111010") &
+        b2l(qrf_qp = "1101111001") &
+        b2l(qrf_qp = "1101111000") &
+        b2l(qrf_qp = "1101110111") &
+        b2l(qrf_qp = "1101110110") &
+        b2l(qrf_qp = "1101110101") &
+        b2l(qrf_qp = "1101110100") &
+        b2l(qrf_qp = "1101110011") &
+        b2l(qrf_qp = "1101110010") &
+        b2l(qrf_qp = "1101110001") &
+        b2l(qrf_qp = "1101110000") &
+        b2l(qrf_qp = "1101101111") &
+        b2l(qrf_qp = "1101101110") &
+        b2l(qrf_qp = "1101101101") &
+        b2l(qrf_qp = "1101101100") &
+        b2l(qrf_qp = "1101101011") &
+        b2l(qrf_qp = "1101101010") &
+        b2l(qrf_qp = "1101101001") &
+        b2l(qrf_qp = "1101101000") &
+        b2l(qrf_qp = "1101100111") &
+        b2l(qrf_qp = "1101100110") &
+        b2l(qrf_qp = "1101100101") &
+        b2l(qrf_qp = "1101100100") &
+        b2l(qrf_qp = "1101100011") &
+        b2l(qrf_qp = "1101100010") &
+        b2l(qrf_qp = "1101100001") &
+        b2l(qrf_qp = "1101100000") &
+        b2l(qrf_qp = "1101011111") &
+        b2l(qrf_qp = "1101011110") &
+        b2l(qrf_qp = "1101011101") &
+        b2l(qrf_qp = "1101011100") &
+        b2l(qrf_qp = "1101011011") &
+        b2l(qrf_qp = "1101011010") &
+        b2l(qrf_qp = "1101011001") &
+        b2l(qrf_qp = "1101011000") &
+        b2l(qrf_qp = "1101010111") &
+        b2l(qrf_qp = "1101010110") &
+        b2l(qrf_qp = "1101010101") &
+        b2l(qrf_qp = "1101010100") &
+        b2l(qrf_qp = "1101010011") &
+        b2l(qrf_qp = "1101010010") &
+        b2l(qrf_qp = "1101010001") &
+        b2l(qrf_qp = "1101010000") &
+        b2l(qrf_qp = "1101001111") &
+        b2l(qrf_qp = "1101001110") &
+        b2l(qrf_qp = "1101001101") &
+        b2l(qrf_qp = "1101001100") &
+        b2l(qrf_qp = "1101001011") &
+        b2l(qrf_qp = "1101001010") &
+        b2l(qrf_qp = "1101001001") &
+        b2l(qrf_qp = "1101001000") &
+        b2l(qrf_qp = "1101000111") &
+        b2l(qrf_qp = "1101000110") &
+        b2l(qrf_qp = "1101000101") &
+        b2l(qrf_qp = "1101000100") &
+        b2l(qrf_qp = "1101000011") &
+        b2l(qrf_qp = "1101000010") &
+        b2l(qrf_qp = "1101000001") &
+        b2l(qrf_qp = "1101000000") &
+        b2l(qrf_qp = "1100111111") &
+        b2l(qrf_qp = "1100111110") &
+        b2l(qrf_qp = "1100111101") &
+        b2l(qrf_qp = "1100111100") &
+        b2l(qrf_qp = "1100111011") &
+        b2l(qrf_qp = "1100111010") &
+        b2l(qrf_qp = "1100111001") &
+        b2l(qrf_qp = "1100111000") &
+        b2l(qrf_qp = "1100110111") &
+        b2l(qrf_qp = "1100110110") &
+        b2l(qrf_qp = "1100110101") &
+        b2l(qrf_qp = "1100110100") &
+        b2l(qrf_qp = "1100110011") &
+        b2l(qrf_qp = "1100110010") &
+        b2l(qrf_qp = "1100110001") &
+        b2l(qrf_qp = "1100110000") &
+        b2l(qrf_qp = "1100101111") &
+        b2l(qrf_qp = "1100101110") &
+        b2l(qrf_qp = "1100101101") &
+        b2l(qrf_qp = "1100101100") &
+        b2l(qrf_qp = "1100101011") &
+        b2l(qrf_qp = "1100101010") &
+        b2l(qrf_qp = "1100101001") &
+        b2l(qrf_qp = "1100101000") &
+        b2l(qrf_qp = "1100100111") &
+        b2l(qrf_qp = "1100100110") &
+        b2l(qrf_qp = "1100100101") &
+        b2l(qrf_qp = "1100100100") &
+        b2l(qrf_qp = "1100100011") &
+        b2l(qrf_qp = "1100100010") &
+        b2l(qrf_qp = "1100100001") &
+        b2l(qrf_qp = "1100100000") &
+        b2l(qrf_qp = "1100011111") &
+        b2l(qrf_qp = "1100011110") &
+        b2l(qrf_qp = "1100011101") &
+        b2l(qrf_qp = "1100011100") &
+        b2l(qrf_qp = "1100011011") &
+        b2l(qrf_qp = "1100011010") &
+        b2l(qrf_qp = "1100011001") &
+        b2l(qrf_qp = "1100011000") &
+        b2l(qrf_qp = "1100010111") &
+        b2l(qrf_qp = "1100010110") &
+        b2l(qrf_qp = "1100010101") &
+        b2l(qrf_qp = "1100010100") &
+        b2l(qrf_qp = "1100010011") &
+        b2l(qrf_qp = "1100010010") &
+        b2l(qrf_qp = "1100010001") &
+        b2l(qrf_qp = "1100010000") &
+        b2l(qrf_qp = "1100001111") &
+        b2l(qrf_qp = "1100001110") &
+        b2l(qrf_qp = "1100001101") &
+        b2l(qrf_qp = "1100001100") &
+        b2l(qrf_qp = "1100001011") &
+        b2l(qrf_qp = "1100001010") &
+        b2l(qrf_qp = "1100001001") &
+        b2l(qrf_qp = "1100001000") &
+        b2l(qrf_qp = "1100000111") &
+        b2l(qrf_qp = "1100000110") &
+        b2l(qrf_qp = "1100000101") &
+        b2l(qrf_qp = "1100000100") &
+        b2l(qrf_qp = "1100000011") &
+        b2l(qrf_qp = "1100000010") &
+        b2l(qrf_qp = "1100000001") &
+        b2l(qrf_qp = "1100000000") &
+        b2l(qrf_qp = "1011111111") &
+        b2l(qrf_qp = "1011111110") &
+        b2l(qrf_qp = "1011111101") &
+        b2l(qrf_qp = "1011111100") &
+        b2l(qrf_qp = "1011111011") &
+        b2l(qrf_qp = "1011111010") &
+        b2l(qrf_qp = "1011111001") &
+        b2l(qrf_qp = "1011111000") &
+        b2l(qrf_qp = "1011110111") &
+        b2l(qrf_qp = "1011110110") &
+        b2l(qrf_qp = "1011110101") &
+        b2l(qrf_qp = "1011110100") &
+        b2l(qrf_qp = "1011110011") &
+        b2l(qrf_qp = "1011110010") &
+        b2l(qrf_qp = "1011110001") &
+        b2l(qrf_qp = "1011110000") &
+        b2l(qrf_qp = "1011101111") &
+        b2l(qrf_qp = "1011101110") &
+        b2l(qrf_qp = "1011101101") &
+        b2l(qrf_qp = "1011101100") &
+        b2l(qrf_qp = "1011101011") &
+        b2l(qrf_qp = "1011101010") &
+        b2l(qrf_qp = "1011101001") &
+        b2l(qrf_qp = "1011101000") &
+        b2l(qrf_qp = "1011100111") &
+        b2l(qrf_qp = "1011100110") &
+        b2l(qrf_qp = "1011100101") &
+        b2l(qrf_qp = "1011100100") &
+        b2l(qrf_qp = "1011100011") &
+        b2l(qrf_qp = "1011100010") &
+        b2l(qrf_qp = "1011100001") &
+        b2l(qrf_qp = "1011100000") &
+        b2l(qrf_qp = "1011011111") &
+        b2l(qrf_qp = "1011011110") &
+        b2l(qrf_qp = "1011011101") &
+        b2l(qrf_qp = "1011011100") &
+        b2l(qrf_qp = "1011011011") &
+        b2l(qrf_qp = "1011011010") &
+        b2l(qrf_qp = "1011011001") &
+        b2l(qrf_qp = "1011011000") &
+        b2l(qrf_qp = "1011010111") &
+        b2l(qrf_qp = "1011010110") &
+        b2l(qrf_qp = "1011010101") &
+        b2l(qrf_qp = "1011010100") &
+        b2l(qrf_qp = "1011010011") &
+        b2l(qrf_qp = "1011010010") &
+        b2l(qrf_qp = "1011010001") &
+        b2l(qrf_qp = "1011010000") &
+        b2l(qrf_qp = "1011001111") &
+        b2l(qrf_qp = "1011001110") &
+        b2l(qrf_qp = "1011001101") &
+        b2l(qrf_qp = "1011001100") &
+        b2l(qrf_qp = "1011001011") &
+        b2l(qrf_qp = "1011001010") &
+        b2l(qrf_qp = "1011001001") &
+        b2l(qrf_qp = "1011001000") &
+        b2l(qrf_qp = "1011000111") &
+        b2l(qrf_qp = "1011000110") &
+        b2l(qrf_qp = "1011000101") &
+        b2l(qrf_qp = "1011000100") &
+        b2l(qrf_qp = "1011000011") &
+        b2l(qrf_qp = "1011000010") &
+        b2l(qrf_qp = "1011000001") &
+        b2l(qrf_qp = "1011000000") &
+        b2l(qrf_qp = "1010111111") &
+        b2l(qrf_qp = "1010111110") &
+        b2l(qrf_qp = "1010111101") &
+        b2l(qrf_qp = "1010111100") &
+        b2l(qrf_qp = "1010111011") &
+        b2l(qrf_qp = "1010111010") &
+        b2l(qrf_qp = "1010111001") &
+        b2l(qrf_qp = "1010111000") &
+        b2l(qrf_qp = "1010110111") &
+        b2l(qrf_qp = "1010110110") &
+        b2l(qrf_qp = "1010110101") &
+        b2l(qrf_qp = "1010110100") &
+        b2l(qrf_qp = "1010110011") &
+        b2l(qrf_qp = "1010110010") &
+        b2l(qrf_qp = "1010110001") &
+        b2l(qrf_qp = "1010110000") &
+        b2l(qrf_qp = "1010101111") &
+        b2l(qrf_qp = "1010101110") &
+        b2l(qrf_qp = "1010101101") &
+        b2l(qrf_qp = "1010101100") &
+        b2l(qrf_qp = "1010101011") &
+        b2l(qrf_qp = "1010101010") &
+        b2l(qrf_qp = "1010101001") &
+        b2l(qrf_qp = "1010101000") &
+        b2l(qrf_qp = "1010100111") &
+        b2l(qrf_qp = "1010100110") &
+        b2l(qrf_qp = "1010100101") &
+        b2l(qrf_qp = "1010100100") &
+        b2l(qrf_qp = "1010100011") &
+        b2l(qrf_qp = "1010100010") &
+        b2l(qrf_qp = "1010100001") &
+        b2l(qrf_qp = "1010100000") &
+        b2l(qrf_qp = "1010011111") &
+        b2l(qrf_qp = "1010011110") &
+        b2l(qrf_qp = "1010011101") &
+        b2l(qrf_qp = "1010011100") &
+        b2l(qrf_qp = "1010011011") &
+        b2l(qrf_qp = "1010011010") &
+        b2l(qrf_qp = "1010011001") &
+        b2l(qrf_qp = "1010011000") &
+        b2l(qrf_qp = "1010010111") &
+        b2l(qrf_qp = "1010010110") &
+        b2l(qrf_qp = "1010010101") &
+        b2l(qrf_qp = "1010010100") &
+        b2l(qrf_qp = "1010010011") &
+        b2l(qrf_qp = "1010010010") &
+        b2l(qrf_qp = "1010010001") &
+        b2l(qrf_qp = "1010010000") &
+        b2l(qrf_qp = "1010001111") &
+        b2l(qrf_qp = "1010001110") &
+        b2l(qrf_qp = "1010001101") &
+        b2l(qrf_qp = "1010001100") &
+        b2l(qrf_qp = "1010001011") &
+        b2l(qrf_qp = "1010001010") &
+        b2l(qrf_qp = "1010001001") &
+        b2l(qrf_qp = "1010001000") &
+        b2l(qrf_qp = "1010000111") &
+        b2l(qrf_qp = "1010000110") &
+        b2l(qrf_qp = "1010000101") &
+        b2l(qrf_qp = "1010000100") &
+        b2l(qrf_qp = "1010000011") &
+        b2l(qrf_qp = "1010000010") &
+        b2l(qrf_qp = "1010000001") &
+        b2l(qrf_qp = "1010000000") &
+        b2l(qrf_qp = "1001111111") &
+        b2l(qrf_qp = "1001111110") &
+        b2l(qrf_qp = "1001111101") &
+        b2l(qrf_qp = "1001111100") &
+        b2l(qrf_qp = "1001111011") &
+        b2l(qrf_qp = "1001111010") &
+        b2l(qrf_qp = "1001111001") &
+        b2l(qrf_qp = "1001111000") &
+        b2l(qrf_qp = "1001110111") &
+        b2l(qrf_qp = "1001110110") &
+        b2l(qrf_qp = "1001110101") &
+        b2l(qrf_qp = "1001110100") &
+        b2l(qrf_qp = "1001110011") &
+        b2l(qrf_qp = "1001110010") &
+        b2l(qrf_qp = "1001110001") &
+        b2l(qrf_qp = "1001110000") &
+        b2l(qrf_qp = "1001101111") &
+        b2l(qrf_qp = "1001101110") &
+        b2l(qrf_qp = "1001101101") &
+        b2l(qrf_qp = "1001101100") &
+        b2l(qrf_qp = "1001101011") &
+        b2l(qrf_qp = "1001101010") &
+        b2l(qrf_qp = "1001101001") &
+        b2l(qrf_qp = "1001101000") &
+        b2l(qrf_qp = "1001100111") &
+        b2l(qrf_qp = "1001100110") &
+        b2l(qrf_qp = "1001100101") &
+        b2l(qrf_qp = "1001100100") &
+        b2l(qrf_qp = "1001100011") &
+        b2l(qrf_qp = "1001100010") &
+        b2l(qrf_qp = "1001100001") &
+        b2l(qrf_qp = "1001100000") &
+        b2l(qrf_qp = "1001011111") &
+        b2l(qrf_qp = "1001011110") &
+        b2l(qrf_qp = "1001011101") &
+        b2l(qrf_qp = "1001011100") &
+        b2l(qrf_qp = "1001011011") &
+        b2l(qrf_qp = "1001011010") &
+        b2l(qrf_qp = "1001011001") &
+        b2l(qrf_qp = "1001011000") &
+        b2l(qrf_qp = "1001010111") &
+        b2l(qrf_qp = "1001010110") &
+        b2l(qrf_qp = "1001010101") &
+        b2l(qrf_qp = "1001010100") &
+        b2l(qrf_qp = "1001010011") &
+        b2l(qrf_qp = "1001010010") &
+        b2l(qrf_qp = "1001010001") &
+        b2l(qrf_qp = "1001010000") &
+        b2l(qrf_qp = "1001001111") &
+        b2l(qrf_qp = "1001001110") &
+        b2l(qrf_qp = "1001001101") &
+        b2l(qrf_qp = "1001001100") &
+        b2l(qrf_qp = "1001001011") &
+        b2l(qrf_qp = "1001001010") &
+        b2l(qrf_qp = "1001001001") &
+        b2l(qrf_qp = "1001001000") &
+        b2l(qrf_qp = "1001000111") &
+        b2l(qrf_qp = "1001000110") &
+        b2l(qrf_qp = "1001000101") &
+        b2l(qrf_qp = "1001000100") &
+        b2l(qrf_qp = "1001000011") &
+        b2l(qrf_qp = "1001000010") &
+        b2l(qrf_qp = "1001000001") &
+        b2l(qrf_qp = "1001000000") &
+        b2l(qrf_qp = "1000111111") &
+        b2l(qrf_qp = "1000111110") &
+        b2l(qrf_qp = "1000111101") &
+        b2l(qrf_qp = "1000111100") &
+        b2l(qrf_qp = "1000111011") &
+        b2l(qrf_qp = "1000111010") &
+        b2l(qrf_qp = "1000111001") &
+        b2l(qrf_qp = "1000111000") &
+        b2l(qrf_qp = "1000110111") &
+        b2l(qrf_qp = "1000110110") &
+        b2l(qrf_qp = "1000110101") &
+        b2l(qrf_qp = "1000110100") &
+        b2l(qrf_qp = "1000110011") &
+        b2l(qrf_qp = "1000110010") &
+        b2l(qrf_qp = "1000110001") &
+        b2l(qrf_qp = "1000110000") &
+        b2l(qrf_qp = "1000101111") &
+        b2l(qrf_qp = "1000101110") &
+        b2l(qrf_qp = "1000101101") &
+        b2l(qrf_qp = "1000101100") &
+        b2l(qrf_qp = "1000101011") &
+        b2l(qrf_qp = "1000101010") &
+        b2l(qrf_qp = "1000101001") &
+        b2l(qrf_qp = "1000101000") &
+        b2l(qrf_qp = "1000100111") &
+        b2l(qrf_qp = "1000100110") &
+        b2l(qrf_qp = "1000100101") &
+        b2l(qrf_qp = "1000100100") &
+        b2l(qrf_qp = "1000100011") &
+        b2l(qrf_qp = "1000100010") &
+        b2l(qrf_qp = "1000100001") &
+        b2l(qrf_qp = "1000100000") &
+        b2l(qrf_qp = "1000011111") &
+        b2l(qrf_qp = "1000011110") &
+        b2l(qrf_qp = "1000011101") &
+        b2l(qrf_qp = "1000011100") &
+        b2l(qrf_qp = "1000011011") &
+        b2l(qrf_qp = "1000011010") &
+        b2l(qrf_qp = "1000011001") &
+        b2l(qrf_qp = "1000011000") &
+        b2l(qrf_qp = "1000010111") &
+        b2l(qrf_qp = "1000010110") &
+        b2l(qrf_qp = "1000010101") &
+        b2l(qrf_qp = "1000010100") &
+        b2l(qrf_qp = "1000010011") &
+        b2l(qrf_qp = "1000010010") &
+        b2l(qrf_qp = "1000010001") &
+        b2l(qrf_qp = "1000010000") &
+        b2l(qrf_qp = "1000001111") &
+        b2l(qrf_qp = "1000001110") &
+        b2l(qrf_qp = "1000001101") &
+        b2l(qrf_qp = "1000001100") &
+        b2l(qrf_qp = "1000001011") &
+        b2l(qrf_qp = "1000001010") &
+        b2l(qrf_qp = "1000001001") &
+        b2l(qrf_qp = "1000001000") &
+        b2l(qrf_qp = "1000000111") &
+        b2l(qrf_qp = "1000000110") &
+        b2l(qrf_qp = "1000000101") &
+        b2l(qrf_qp = "1000000100") &
+        b2l(qrf_qp = "1000000011") &
+        b2l(qrf_qp = "1000000010") &
+        b2l(qrf_qp = "1000000001") &
+        b2l(qrf_qp = "1000000000") &
+        b2l(qrf_qp = "0111111111") &
+        b2l(qrf_qp = "0111111110") &
+        b2l(qrf_qp = "0111111101") &
+        b2l(qrf_qp = "0111111100") &
+        b2l(qrf_qp = "0111111011") &
+        b2l(qrf_qp = "0111111010") &
+        b2l(qrf_qp = "0111111001") &
+        b2l(qrf_qp = "0111111000") &
+        b2l(qrf_qp = "0111110111") &
+        b2l(qrf_qp = "0111110110") &
+        b2l(qrf_qp = "0111110101") &
+        b2l(qrf_qp = "0111110100") &
+        b2l(qrf_qp = "0111110011") &
+        b2l(qrf_qp = "0111110010") &
+        b2l(qrf_qp = "0111110001") &
+        b2l(qrf_qp = "0111110000") &
+        b2l(qrf_qp = "0111101111") &
+        b2l(qrf_qp = "0111101110") &
+        b2l(qrf_qp = "0111101101") &
+        b2l(qrf_qp = "0111101100") &
+        b2l(qrf_qp = "0111101011") &
+        b2l(qrf_qp = "0111101010") &
+        b2l(qrf_qp = "0111101001") &
+        b2l(qrf_qp = "0111101000") &
+        b2l(qrf_qp = "0111100111") &
+        b2l(qrf_qp = "0111100110") &
+        b2l(qrf_qp = "0111100101") &
+        b2l(qrf_qp = "0111100100") &
+        b2l(qrf_qp = "0111100011") &
+        b2l(qrf_qp = "0111100010") &
+        b2l(qrf_qp = "0111100001") &
+        b2l(qrf_qp = "0111100000") &
+        b2l(qrf_qp = "0111011111") &
+        b2l(qrf_qp = "0111011110") &
+        b2l(qrf_qp = "0111011101") &
+        b2l(qrf_qp = "0111011100") &
+        b2l(qrf_qp = "0111011011") &
+        b2l(qrf_qp = "0111011010") &
+        b2l(qrf_qp = "0111011001") &
+        b2l(qrf_qp = "0111011000") &
+        b2l(qrf_qp = "0111010111") &
+        b2l(qrf_qp = "0111010110") &
+        b2l(qrf_qp = "0111010101") &
+        b2l(qrf_qp = "0111010100") &
+        b2l(qrf_qp = "0111010011") &
+        b2l(qrf_qp = "0111010010") &
+        b2l(qrf_qp = "0111010001") &
+        b2l(qrf_qp = "0111010000") &
+        b2l(qrf_qp = "0111001111") &
+        b2l(qrf_qp = "0111001110") &
+        b2l(qrf_qp = "0111001101") &
+        b2l(qrf_qp = "0111001100") &
+        b2l(qrf_qp = "0111001011") &
+        b2l(qrf_qp = "0111001010") &
+        b2l(qrf_qp = "0111001001") &
+        b2l(qrf_qp = "0111001000") &
+        b2l(qrf_qp = "0111000111") &
+        b2l(qrf_qp = "0111000110") &
+        b2l(qrf_qp = "0111000101") &
+        b2l(qrf_qp = "0111000100") &
+        b2l(qrf_qp = "0111000011") &
+        b2l(qrf_qp = "0111000010") &
+        b2l(qrf_qp = "0111000001") &
+        b2l(qrf_qp = "0111000000") &
+        b2l(qrf_qp = "0110111111") &
+        b2l(qrf_qp = "0110111110") &
+        b2l(qrf_qp = "0110111101") &
+        b2l(qrf_qp = "0110111100") &
+        b2l(qrf_qp = "0110111011") &
+        b2l(qrf_qp = "0110111010") &
+        b2l(qrf_qp = "0110111001") &
+        b2l(qrf_qp = "0110111000") &
+        b2l(qrf_qp = "0110110111") &
+        b2l(qrf_qp = "0110110110") &
+        b2l(qrf_qp = "0110110101") &
+        b2l(qrf_qp = "0110110100") &
+        b2l(qrf_qp = "0110110011") &
+        b2l(qrf_qp = "0110110010") &
+        b2l(qrf_qp = "0110110001") &
+        b2l(qrf_qp = "0110110000") &
+        b2l(qrf_qp = "0110101111") &
+        b2l(qrf_qp = "0110101110") &
+        b2l(qrf_qp = "0110101101") &
+        b2l(qrf_qp = "0110101100") &
+        b2l(qrf_qp = "0110101011") &
+        b2l(qrf_qp = "0110101010") &
+        b2l(qrf_qp = "0110101001") &
+        b2l(qrf_qp = "0110101000") &
+        b2l(qrf_qp = "0110100111") &
+        b2l(qrf_qp = "0110100110") &
+        b2l(qrf_qp = "0110100101") &
+        b2l(qrf_qp = "0110100100") &
+        b2l(qrf_qp = "0110100011") &
+        b2l(qrf_qp = "0110100010") &
+        b2l(qrf_qp = "0110100001") &
+        b2l(qrf_qp = "0110100000") &
+        b2l(qrf_qp = "0110011111") &
+        b2l(qrf_qp = "0110011110") &
+        b2l(qrf_qp = "0110011101") &
+        b2l(qrf_qp = "0110011100") &
+        b2l(qrf_qp = "0110011011") &
+        b2l(qrf_qp = "0110011010") &
+        b2l(qrf_qp = "0110011001") &
+        b2l(qrf_qp = "0110011000") &
+        b2l(qrf_qp = "0110010111") &
+        b2l(qrf_qp = "0110010110") &
+        b2l(qrf_qp = "0110010101") &
+        b2l(qrf_qp = "0110010100") &
+        b2l(qrf_qp = "0110010011") &
+        b2l(qrf_qp = "0110010010") &
+        b2l(qrf_qp = "0110010001") &
+        b2l(qrf_qp = "0110010000") &
+        b2l(qrf_qp = "0110001111") &
+        b2l(qrf_qp = "0110001110") &
+        b2l(qrf_qp = "0110001101") &
+        b2l(qrf_qp = "0110001100") &
+        b2l(qrf_qp = "0110001011") &
+        b2l(qrf_qp = "0110001010") &
+        b2l(qrf_qp = "0110001001") &
+        b2l(qrf_qp = "0110001000") &
+        b2l(qrf_qp = "0110000111") &
+        b2l(qrf_qp = "0110000110") &
+        b2l(qrf_qp = "0110000101") &
+        b2l(qrf_qp = "0110000100") &
+        b2l(qrf_qp = "0110000011") &
+        b2l(qrf_qp = "0110000010") &
+        b2l(qrf_qp = "0110000001") &
+        b2l(qrf_qp = "0110000000") &
+        b2l(qrf_qp = "0101111111") &
+        b2l(qrf_qp = "0101111110") &
+        b2l(qrf_qp = "0101111101") &
+        b2l(qrf_qp = "0101111100") &
+        b2l(qrf_qp = "0101111011") &
+        b2l(qrf_qp = "0101111010") &
+        b2l(qrf_qp = "0101111001") &
+        b2l(qrf_qp = "0101111000") &
+        b2l(qrf_qp = "0101110111") &
+        b2l(qrf_qp = "0101110110") &
+        b2l(qrf_qp = "0101110101") &
+        b2l(qrf_qp = "0101110100") &
+        b2l(qrf_qp = "0101110011") &
+        b2l(qrf_qp = "0101110010") &
+        b2l(qrf_qp = "0101110001") &
+        b2l(qrf_qp = "0101110000") &
+        b2l(qrf_qp = "0101101111") &
+        b2l(qrf_qp = "0101101110") &
+        b2l(qrf_qp = "0101101101") &
+        b2l(qrf_qp = "0101101100") &
+        b2l(qrf_qp = "0101101011") &
+        b2l(qrf_qp = "0101101010") &
+        b2l(qrf_qp = "0101101001") &
+        b2l(qrf_qp = "0101101000") &
+        b2l(qrf_qp = "0101100111") &
+        b2l(qrf_qp = "0101100110") &
+        b2l(qrf_qp = "0101100101") &
+        b2l(qrf_qp = "0101100100") &
+        b2l(qrf_qp = "0101100011") &
+        b2l(qrf_qp = "0101100010") &
+        b2l(qrf_qp = "0101100001") &
+        b2l(qrf_qp = "0101100000") &
+        b2l(qrf_qp = "0101011111") &
+        b2l(qrf_qp = "0101011110") &
+        b2l(qrf_qp = "0101011101") &
+        b2l(qrf_qp = "0101011100") &
+        b2l(qrf_qp = "0101011011") &
+        b2l(qrf_qp = "0101011010") &
+        b2l(qrf_qp = "0101011001") &
+        b2l(qrf_qp = "0101011000") &
+        b2l(qrf_qp = "0101010111") &
+        b2l(qrf_qp = "0101010110") &
+        b2l(qrf_qp = "0101010101") &
+        b2l(qrf_qp = "0101010100") &
+        b2l(qrf_qp = "0101010011") &
+        b2l(qrf_qp = "0101010010") &
+        b2l(qrf_qp = "0101010001") &
+        b2l(qrf_qp = "0101010000") &
+        b2l(qrf_qp = "0101001111") &
+        b2l(qrf_qp = "0101001110") &
+        b2l(qrf_qp = "0101001101") &
+        b2l(qrf_qp = "0101001100") &
+        b2l(qrf_qp = "0101001011") &
+        b2l(qrf_qp = "0101001010") &
+        b2l(qrf_qp = "0101001001") &
+        b2l(qrf_qp = "0101001000") &
+        b2l(qrf_qp = "0101000111") &
+        b2l(qrf_qp = "0101000110") &
+        b2l(qrf_qp = "0101000101") &
+        b2l(qrf_qp = "0101000100") &
+        b2l(qrf_qp = "0101000011") &
+        b2l(qrf_qp = "0101000010") &
+        b2l(qrf_qp = "0101000001") &
+        b2l(qrf_qp = "0101000000") &
+        b2l(qrf_qp = "0100111111") &
+        b2l(qrf_qp = "0100111110") &
+        b2l(qrf_qp = "0100111101") &
+        b2l(qrf_qp = "0100111100") &
+        b2l(qrf_qp = "0100111011") &
+        b2l(qrf_qp = "0100111010") &
+        b2l(qrf_qp = "0100111001") &
+        b2l(qrf_qp = "0100111000") &
+        b2l(qrf_qp = "0100110111") &
+        b2l(qrf_qp = "0100110110") &
+        b2l(qrf_qp = "0100110101") &
+        b2l(qrf_qp = "0100110100") &
+        b2l(qrf_qp = "0100110011") &
+        b2l(qrf_qp = "0100110010") &
+        b2l(qrf_qp = "0100110001") &
+        b2l(qrf_qp = "0100110000") &
+        b2l(qrf_qp = "0100101111") &
+        b2l(qrf_qp = "0100101110") &
+        b2l(qrf_qp = "0100101101") &
+        b2l(qrf_qp = "0100101100") &
+        b2l(qrf_qp = "0100101011") &
+        b2l(qrf_qp = "0100101010") &
+        b2l(qrf_qp = "0100101001") &
+        b2l(qrf_qp = "0100101000") &
+        b2l(qrf_qp = "0100100111") &
+        b2l(qrf_qp = "0100100110") &
+        b2l(qrf_qp = "0100100101") &
+        b2l(qrf_qp = "0100100100") &
+        b2l(qrf_qp = "0100100011") &
+        b2l(qrf_qp = "0100100010") &
+        b2l(qrf_qp = "0100100001") &
+        b2l(qrf_qp = "0100100000") &
+        b2l(qrf_qp = "0100011111") &
+        b2l(qrf_qp = "0100011110") &
+        b2l(qrf_qp = "0100011101") &
+        b2l(qrf_qp = "0100011100") &
+        b2l(qrf_qp = "0100011011") &
+        b2l(qrf_qp = "0100011010") &
+        b2l(qrf_qp = "0100011001") &
+        b2l(qrf_qp = "0100011000") &
+        b2l(qrf_qp = "0100010111") &
+        b2l(qrf_qp = "0100010110") &
+        b2l(qrf_qp = "0100010101") &
+        b2l(qrf_qp = "0100010100") &
+        b2l(qrf_qp = "0100010011") &
+        b2l(qrf_qp = "0100010010") &
+        b2l(qrf_qp = "0100010001") &
+        b2l(qrf_qp = "0100010000") &
+        b2l(qrf_qp = "0100001111") &
+        b2l(qrf_qp = "0100001110") &
+        b2l(qrf_qp = "0100001101") &
+        b2l(qrf_qp = "0100001100") &
+        b2l(qrf_qp = "0100001011") &
+        b2l(qrf_qp = "0100001010") &
+        b2l(qrf_qp = "0100001001") &
+        b2l(qrf_qp = "0100001000") &
+        b2l(qrf_qp = "0100000111") &
+        b2l(qrf_qp = "0100000110") &
+        b2l(qrf_qp = "0100000101") &
+        b2l(qrf_qp = "0100000100") &
+        b2l(qrf_qp = "0100000011") &
+        b2l(qrf_qp = "0100000010") &
+        b2l(qrf_qp = "0100000001") &
+        b2l(qrf_qp = "0100000000") &
+        b2l(qrf_qp = "0011111111") &
+        b2l(qrf_qp = "0011111110") &
+        b2l(qrf_qp = "0011111101") &
+        b2l(qrf_qp = "0011111100") &
+        b2l(qrf_qp = "0011111011") &
+        b2l(qrf_qp = "0011111010") &
+        b2l(qrf_qp = "0011111001") &
+        b2l(qrf_qp = "0011111000") &
+        b2l(qrf_qp = "0011110111") &
+        b2l(qrf_qp = "0011110110") &
+        b2l(qrf_qp = "0011110101") &
+        b2l(qrf_qp = "0011110100") &
+        b2l(qrf_qp = "0011110011") &
+        b2l(qrf_qp = "0011110010") &
+        b2l(qrf_qp = "0011110001") &
+        b2l(qrf_qp = "0011110000") &
+        b2l(qrf_qp = "0011101111") &
+        b2l(qrf_qp = "0011101110") &
+        b2l(qrf_qp = "0011101101") &
+        b2l(qrf_qp = "0011101100") &
+        b2l(qrf_qp = "0011101011") &
+        b2l(qrf_qp = "0011101010") &
+        b2l(qrf_qp = "0011101001") &
+        b2l(qrf_qp = "0011101000") &
+        b2l(qrf_qp = "0011100111") &
+        b2l(qrf_qp = "0011100110") &
+        b2l(qrf_qp = "0011100101") &
+        b2l(qrf_qp = "0011100100") &
+        b2l(qrf_qp = "0011100011") &
+        b2l(qrf_qp = "0011100010") &
+        b2l(qrf_qp = "0011100001") &
+        b2l(qrf_qp = "0011100000") &
+        b2l(qrf_qp = "0011011111") &
+        b2l(qrf_qp = "0011011110") &
+        b2l(qrf_qp = "0011011101") &
+        b2l(qrf_qp = "0011011100") &
+        b2l(qrf_qp = "0011011011") &
+        b2l(qrf_qp = "0011011010") &
+        b2l(qrf_qp = "0011011001") &
+        b2l(qrf_qp = "0011011000") &
+        b2l(qrf_qp = "0011010111") &
+        b2l(qrf_qp = "0011010110") &
+        b2l(qrf_qp = "0011010101") &
+        b2l(qrf_qp = "0011010100") &
+        b2l(qrf_qp = "0011010011") &
+        b2l(qrf_qp = "0011010010") &
+        b2l(qrf_qp = "0011010001") &
+        b2l(qrf_qp = "0011010000") &
+        b2l(qrf_qp = "0011001111") &
+        b2l(qrf_qp = "0011001110") &
+        b2l(qrf_qp = "0011001101") &
+        b2l(qrf_qp = "0011001100") &
+        b2l(qrf_qp = "0011001011") &
+        b2l(qrf_qp = "0011001010") &
+        b2l(qrf_qp = "0011001001") &
+        b2l(qrf_qp = "0011001000") &
+        b2l(qrf_qp = "0011000111") &
+        b2l(qrf_qp = "0011000110") &
+        b2l(qrf_qp = "0011000101") &
+        b2l(qrf_qp = "0011000100") &
+        b2l(qrf_qp = "0011000011") &
+        b2l(qrf_qp = "0011000010") &
+        b2l(qrf_qp = "0011000001") &
+        b2l(qrf_qp = "0011000000") &
+        b2l(qrf_qp = "0010111111") &
+        b2l(qrf_qp = "0010111110") &
+        b2l(qrf_qp = "0010111101") &
+        b2l(qrf_qp = "0010111100") &
+        b2l(qrf_qp = "0010111011") &
+        b2l(qrf_qp = "0010111010") &
+        b2l(qrf_qp = "0010111001") &
+        b2l(qrf_qp = "0010111000") &
+        b2l(qrf_qp = "0010110111") &
+        b2l(qrf_qp = "0010110110") &
+        b2l(qrf_qp = "0010110101") &
+        b2l(qrf_qp = "0010110100") &
+        b2l(qrf_qp = "0010110011") &
+        b2l(qrf_qp = "0010110010") &
+        b2l(qrf_qp = "0010110001") &
+        b2l(qrf_qp = "0010110000") &
+        b2l(qrf_qp = "0010101111") &
+        b2l(qrf_qp = "0010101110") &
+        b2l(qrf_qp = "0010101101") &
+        b2l(qrf_qp = "0010101100") &
+        b2l(qrf_qp = "0010101011") &
+        b2l(qrf_qp = "0010101010") &
+        b2l(qrf_qp = "0010101001") &
+        b2l(qrf_qp = "0010101000") &
+        b2l(qrf_qp = "0010100111") &
+        b2l(qrf_qp = "0010100110") &
+        b2l(qrf_qp = "0010100101") &
+        b2l(qrf_qp = "0010100100") &
+        b2l(qrf_qp = "0010100011") &
+        b2l(qrf_qp = "0010100010") &
+        b2l(qrf_qp = "0010100001") &
+        b2l(qrf_qp = "0010100000") &
+        b2l(qrf_qp = "0010011111") &
+        b2l(qrf_qp = "0010011110") &
+        b2l(qrf_qp = "0010011101") &
+        b2l(qrf_qp = "0010011100") &
+        b2l(qrf_qp = "0010011011") &
+        b2l(qrf_qp = "0010011010") &
+        b2l(qrf_qp = "0010011001") &
+        b2l(qrf_qp = "0010011000") &
+        b2l(qrf_qp = "0010010111") &
+        b2l(qrf_qp = "0010010110") &
+        b2l(qrf_qp = "0010010101") &
+        b2l(qrf_qp = "0010010100") &
+        b2l(qrf_qp = "0010010011") &
+        b2l(qrf_qp = "0010010010") &
+        b2l(qrf_qp = "0010010001") &
+        b2l(qrf_qp = "0010010000") &
+        b2l(qrf_qp = "0010001111") &
+        b2l(qrf_qp = "0010001110") &
+        b2l(qrf_qp = "0010001101") &
+        b2l(qrf_qp = "0010001100") &
+        b2l(qrf_qp = "0010001011") &
+        b2l(qrf_qp = "0010001010") &
+        b2l(qrf_qp = "0010001001") &
+        b2l(qrf_qp = "0010001000") &
+        b2l(qrf_qp = "0010000111") &
+        b2l(qrf_qp = "0010000110") &
+        b2l(qrf_qp = "0010000101") &
+        b2l(qrf_qp = "0010000100") &
+        b2l(qrf_qp = "0010000011") &
+        b2l(qrf_qp = "0010000010") &
+        b2l(qrf_qp = "0010000001") &
+        b2l(qrf_qp = "0010000000") &
+        b2l(qrf_qp = "0001111111") &
+        b2l(qrf_qp = "0001111110") &
+        b2l(qrf_qp = "0001111101") &
+        b2l(qrf_qp = "0001111100") &
+        b2l(qrf_qp = "0001111011") &
+        b2l(qrf_qp = "0001111010") &
+        b2l(qrf_qp = "0001111001") &
+        b2l(qrf_qp = "0001111000") &
+        b2l(qrf_qp = "0001110111") &
+        b2l(qrf_qp = "0001110110") &
+        b2l(qrf_qp = "0001110101") &
+        b2l(qrf_qp = "0001110100") &
+        b2l(qrf_qp = "0001110011") &
+        b2l(qrf_qp = "0001110010") &
+        b2l(qrf_qp = "0001110001") &
+        b2l(qrf_qp = "0001110000") &
+        b2l(qrf_qp = "0001101111") &
+        b2l(qrf_qp = "0001101110") &
+        b2l(qrf_qp = "0001101101") &
+        b2l(qrf_qp = "0001101100") &
+        b2l(qrf_qp = "0001101011") &
+        b2l(qrf_qp = "0001101010") &
+        b2l(qrf_qp = "0001101001") &
+        b2l(qrf_qp = "0001101000") &
+        b2l(qrf_qp = "0001100111") &
+        b2l(qrf_qp = "0001100110") &
+        b2l(qrf_qp = "0001100101") &
+        b2l(qrf_qp = "0001100100") &
+        b2l(qrf_qp = "0001100011") &
+        b2l(qrf_qp = "0001100010") &
+        b2l(qrf_qp = "0001100001") &
+        b2l(qrf_qp = "0001100000") &
+        b2l(qrf_qp = "0001011111") &
+        b2l(qrf_qp = "0001011110") &
+        b2l(qrf_qp = "0001011101") &
+        b2l(qrf_qp = "0001011100") &
+        b2l(qrf_qp = "0001011011") &
+        b2l(qrf_qp = "0001011010") &
+        b2l(qrf_qp = "0001011001") &
+        b2l(qrf_qp = "0001011000") &
+        b2l(qrf_qp = "0001010111") &
+        b2l(qrf_qp = "0001010110") &
+        b2l(qrf_qp = "0001010101") &
+        b2l(qrf_qp = "0001010100") &
+        b2l(qrf_qp = "0001010011") &
+        b2l(qrf_qp = "0001010010") &
+        b2l(qrf_qp = "0001010001") &
+        b2l(qrf_qp = "0001010000") &
+        b2l(qrf_qp = "0001001111") &
+        b2l(qrf_qp = "0001001110") &
+        b2l(qrf_qp = "0001001101") &
+        b2l(qrf_qp = "0001001100") &
+        b2l(qrf_qp = "0001001011") &
+        b2l(qrf_qp = "0001001010") &
+        b2l(qrf_qp = "0001001001") &
+        b2l(qrf_qp = "0001001000") &
+        b2l(qrf_qp = "0001000111") &
+        b2l(qrf_qp = "0001000110") &
+        b2l(qrf_qp = "0001000101") &
+        b2l(qrf_qp = "0001000100") &
+        b2l(qrf_qp = "0001000011") &
+        b2l(qrf_qp = "0001000010") &
+        b2l(qrf_qp = "0001000001") &
+        b2l(qrf_qp = "0001000000") &
+        b2l(qrf_qp = "0000111111") &
+        b2l(qrf_qp = "0000111110") &
+        b2l(qrf_qp = "0000111101") &
+        b2l(qrf_qp = "0000111100") &
+        b2l(qrf_qp = "0000111011") &
+        b2l(qrf_qp = "0000111010") &
+        b2l(qrf_qp = "0000111001") &
+        b2l(qrf_qp = "0000111000") &
+        b2l(qrf_qp = "0000110111") &
+        b2l(qrf_qp = "0000110110") &
+        b2l(qrf_qp = "0000110101") &
+        b2l(qrf_qp = "0000110100") &
+        b2l(qrf_qp = "0000110011") &
+        b2l(qrf_qp = "0000110010") &
+        b2l(qrf_qp = "0000110001") &
+        b2l(qrf_qp = "0000110000") &
+        b2l(qrf_qp = "0000101111") &
+        b2l(qrf_qp = "0000101110") &
+        b2l(qrf_qp = "0000101101") &
+        b2l(qrf_qp = "0000101100") &
+        b2l(qrf_qp = "0000101011") &
+        b2l(qrf_qp = "0000101010") &
+        b2l(qrf_qp = "0000101001") &
+        b2l(qrf_qp = "0000101000") &
+        b2l(qrf_qp = "0000100111") &
+        b2l(qrf_qp = "0000100110") &
+        b2l(qrf_qp = "0000100101") &
+        b2l(qrf_qp = "0000100100") &
+        b2l(qrf_qp = "0000100011") &
+        b2l(qrf_qp = "0000100010") &
+        b2l(qrf_qp = "0000100001") &
+        b2l(qrf_qp = "0000100000") &
+        b2l(qrf_qp = "0000011111") &
+        b2l(qrf_qp = "0000011110") &
+        b2l(qrf_qp = "0000011101") &
+        b2l(qrf_qp = "0000011100") &
+        b2l(qrf_qp = "0000011011") &
+        b2l(qrf_qp = "0000011010") &
+        b2l(qrf_qp = "0000011001") &
+        b2l(qrf_qp = "0000011000") &
+        b2l(qrf_qp = "0000010111") &
+        b2l(qrf_qp = "0000010110") &
+        b2l(qrf_qp = "0000010101") &
+        b2l(qrf_qp = "0000010100") &
+        b2l(qrf_qp = "0000010011") &
+        b2l(qrf_qp = "0000010010") &
+        b2l(qrf_qp = "0000010001") &
+        b2l(qrf_qp = "0000010000") &
+        b2l(qrf_qp = "0000001111") &
+        b2l(qrf_qp = "0000001110") &
+        b2l(qrf_qp = "0000001101") &
+        b2l(qrf_qp = "0000001100") &
+        b2l(qrf_qp = "0000001011") &
+        b2l(qrf_qp = "0000001010") &
+        b2l(qrf_qp = "0000001001") &
+        b2l(qrf_qp = "0000001000") &
+        b2l(qrf_qp = "0000000111") &
+        b2l(qrf_qp = "0000000110") &
+        b2l(qrf_qp = "0000000101") &
+        b2l(qrf_qp = "0000000100") &
+        b2l(qrf_qp = "0000000011") &
+        b2l(qrf_qp = "0000000010") &
+        b2l(qrf_qp = "0000000001") &
+        b2l(qrf_qp = "0000000000")
+    );
     term_pend_cur <= or (term_pend and qcur_1h);
     term_blame_cur <= or (term_blame and qcur_1h);
     late_prot_cur <= or (late_prot and qcur_1h);
@@ -7713,8 +8816,8 @@ begin
         b2l(qerr_qp = "0000000000")
     );
     err_enqueue <= qp_to_error and (not (or (queued and qerr_1h)));
-    sched_push <= (eng_requeue or db_enqueue) or err_enqueue;
-    sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, cmd_num));
+    sched_push <= ((eng_requeue or db_enqueue) or err_enqueue) or rf_enqueue;
+    sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_enqueue, db_qp, mux(err_enqueue, cmd_num, rf_qp)));
     push_new <= ((db_fire and db_is_push) and db_push_ok_q) and (not db_bad);
     m_baddb_valid <= baddb_v;
     baddb_set <= (db_fire and db_bad) or baddb_eng;
@@ -7757,7 +8860,7 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    term_go <= (in_state3 and cur_error) and term_pend_cur;
+    term_go <= ((in_state3 and cur_error) and term_pend_cur) and (not term_silent_wait);
     rsp_ready <= ((in_state3 and rreq_pending) and (not term_go)) and ((cur_error or cur_closed) or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
     rsp_go <= rsp_ready and ((cur_error or cur_closed) or (not term_ev_v));
     wqe_ready <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
@@ -8793,7 +9896,7 @@ begin
     wqe_go <= (wqe_ready and (not term_ev_v)) and (not wqe_cq_hold);
     txs_ci_bad <= ((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (has_work or rreq_pending)) and b2l(unsigned(ring_size) < unsigned(ring_used));
     txs_ci_bad_go <= (txs_ci_bad and (not baddb_v)) and (not (db_v and db_bad));
-    wqe_ev_wait <= (wqe_ready or (rsp_ready and cur_live)) and term_ev_v;
+    wqe_ev_wait <= ((wqe_ready or (rsp_ready and cur_live)) and term_ev_v) or (((in_state3 and cur_error) and term_pend_cur) and term_silent_wait);
     fetch_go <= ((((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go) or term_go;
     msg_go <= (wqe_go or rsp_go) or term_go;
     term_sent <= in_state11 and term_mode;
@@ -8802,6 +9905,13 @@ begin
     cur_term_hdr <= cur_term(175 downto 32);
     cur_term_rdma <= cur_term(399 downto 176);
     cur_term_recv <= cur_term(400);
+    cur_term_silent <= cur_term(401);
+    cur_term_cut <= cur_term_rdma(31 downto 0);
+    cur_term_addr <= cur_term_rdma(95 downto 32);
+    term_silent_wait <= cur_term_silent and term_ev_v;
+    rf_ev <= term_go and cur_term_silent;
+    rf_err_ev <= (in_state11 and term_mode) and cur_term_silent;
+    rf_ev_addr <= cur_term_addr;
     term_etype <= cur_term_cause(15 downto 8);
     term_no_hdrs <= (((((b2l(term_etype = x"00") or b2l(term_etype = x"10")) or b2l(cur_term_cause(15 downto 12) = x"2")) or b2l(cur_term_cause = x"1104")) or b2l(cur_term_cause = x"1206")) or b2l(cur_term_cause = x"0205")) or b2l(cur_term_cause = x"0206");
     term_md <= not term_no_hdrs;
@@ -9164,6 +10274,7 @@ begin
     rw_merge_end <= (rw_merge and rw_go) and b2l(std_logic_vector(unsigned(rw_out2) + unsigned'("00000000000000001")) = rw_n2);
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
+    wr_done_go <= wr_done_valid and wr_done_ready;
     read_sent <= (op_read and (not wqe_mal)) and (not wqe_fault);
     wqe_retires <= (ret_mode or sent_done) or (((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk)) and (not gf_fault));
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
@@ -9182,7 +10293,7 @@ begin
     flush_err <= (flush_mode and (not sent_done)) and (not late_prot_flush);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
     blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
-    wb_txs_pi <= mux(gf_fault, ab_cut, f_off);
+    wb_txs_pi <= mux(term_mode and cur_term_silent, cur_term_cut, mux(gf_fault, ab_cut, f_off));
     no_record <= ((walk_mode and op_read) or prot_late) and (not wqe_fault);
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
     prot_err <= in_state11 and (((prot or rsp_fault) or wqe_fault_live) or gf_fault);
@@ -9239,15 +10350,2095 @@ begin
     pub_slot <= b2l(unsigned(cq_count) < unsigned'(x"7"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
-    wr_done_last <= wr_done_valid and wr_done_tag(0);
-    wr_done_fpdu <= wr_done_valid and wr_done_tag(1);
+    wr_done_last <= wr_done_go and wr_done_tag(0);
+    wr_done_fpdu <= wr_done_go and wr_done_tag(1);
     rreq_done_free <= (not rreq_done_v) or m_rreq_done_ready;
-    cpl_load <= ((cpl_free and rreq_done_free) and (or cq_count)) and mux(cq0_noring, not (cq0_cut and (or ab_wait)), or cpl_written);
+    rf_head_waits <= ((not (or cq_count)) or ((not cq0_noring) and b2l(cpl_written = x"0"))) or ((cq0_noring and cq0_cut) and (or ab_wait));
+    rf_busy <= rf_seen or rf_new;
+    wr_done_ready <= (not wr_done_err) or ((rf_head_waits and (not rf_busy)) and (not rf_v));
+    rf_info_qp <= wr_info_rd(105 downto 96);
+    rf_info_cut <= wr_info_rd(95 downto 64);
+    rf_info_addr <= wr_info_rd(63 downto 0);
+    rf_info_fault <= mux(or rf_burst, std_logic_vector(unsigned(std_logic_vector'(rf_info_addr(63 downto 11) & "00000000000")) + unsigned(std_logic_vector'(
+        "00000000000000000000000000000000000000000000000" &
+        std_logic_vector'(rf_burst & "00000000000")
+    ))), rf_info_addr);
+    rf_dead_set <= rf_new and (not (or (rf_dead and qrf_1h)));
+    rf_state_addr <= rf_qp;
+    rf_live <= (rf_v and b2l(qp_state_f_rd = "01")) and (not (or ((term_pend or term_blame) and qrf_1h)));
+    qrfq_qp <= rf_qp;
+    qrfq_1h <= std_logic_vector'(
+        b2l(qrfq_qp = "1111111111") &
+        b2l(qrfq_qp = "1111111110") &
+        b2l(qrfq_qp = "1111111101") &
+        b2l(qrfq_qp = "1111111100") &
+        b2l(qrfq_qp = "1111111011") &
+        b2l(qrfq_qp = "1111111010") &
+        b2l(qrfq_qp = "1111111001") &
+        b2l(qrfq_qp = "1111111000") &
+        b2l(qrfq_qp = "1111110111") &
+        b2l(qrfq_qp = "1111110110") &
+        b2l(qrfq_qp = "1111110101") &
+        b2l(qrfq_qp = "1111110100") &
+        b2l(qrfq_qp = "1111110011") &
+        b2l(qrfq_qp = "1111110010") &
+        b2l(qrfq_qp = "1111110001") &
+        b2l(qrfq_qp = "1111110000") &
+        b2l(qrfq_qp = "1111101111") &
+        b2l(qrfq_qp = "1111101110") &
+        b2l(qrfq_qp = "1111101101") &
+        b2l(qrfq_qp = "1111101100") &
+        b2l(qrfq_qp = "1111101011") &
+        b2l(qrfq_qp = "1111101010") &
+        b2l(qrfq_qp = "1111101001") &
+        b2l(qrfq_qp = "1111101000") &
+        b2l(qrfq_qp = "1111100111") &
+        b2l(qrfq_qp = "1111100110") &
+        b2l(qrfq_qp = "1111100101") &
+        b2l(qrfq_qp = "1111100100") &
+        b2l(qrfq_qp = "1111100011") &
+        b2l(qrfq_qp = "1111100010") &
+        b2l(qrfq_qp = "1111100001") &
+        b2l(qrfq_qp = "1111100000") &
+        b2l(qrfq_qp = "1111011111") &
+        b2l(qrfq_qp = "1111011110") &
+        b2l(qrfq_qp = "1111011101") &
+        b2l(qrfq_qp = "1111011100") &
+        b2l(qrfq_qp = "1111011011") &
+        b2l(qrfq_qp = "1111011010") &
+        b2l(qrfq_qp = "1111011001") &
+        b2l(qrfq_qp = "1111011000") &
+        b2l(qrfq_qp = "1111010111") &
+        b2l(qrfq_qp = "1111010110") &
+        b2l(qrfq_qp = "1111010101") &
+        b2l(qrfq_qp = "1111010100") &
+        b2l(qrfq_qp = "1111010011") &
+        b2l(qrfq_qp = "1111010010") &
+        b2l(qrfq_qp = "1111010001") &
+        b2l(qrfq_qp = "1111010000") &
+        b2l(qrfq_qp = "1111001111") &
+        b2l(qrfq_qp = "1111001110") &
+        b2l(qrfq_qp = "1111001101") &
+        b2l(qrfq_qp = "1111001100") &
+        b2l(qrfq_qp = "1111001011") &
+        b2l(qrfq_qp = "1111001010") &
+        b2l(qrfq_qp = "1111001001") &
+        b2l(qrfq_qp = "1111001000") &
+        b2l(qrfq_qp = "1111000111") &
+        b2l(qrfq_qp = "1111000110") &
+        b2l(qrfq_qp = "1111000101") &
+        b2l(qrfq_qp = "1111000100") &
+        b2l(qrfq_qp = "1111000011") &
+        b2l(qrfq_qp = "1111000010") &
+        b2l(qrfq_qp = "1111000001") &
+        b2l(qrfq_qp = "1111000000") &
+        b2l(qrfq_qp = "1110111111") &
+        b2l(qrfq_qp = "1110111110") &
+        b2l(qrfq_qp = "1110111101") &
+        b2l(qrfq_qp = "1110111100") &
+        b2l(qrfq_qp = "1110111011") &
+        b2l(qrfq_qp = "1110111010") &
+        b2l(qrfq_qp = "1110111001") &
+        b2l(qrfq_qp = "1110111000") &
+        b2l(qrfq_qp = "1110110111") &
+        b2l(qrfq_qp = "1110110110") &
+        b2l(qrfq_qp = "1110110101") &
+        b2l(qrfq_qp = "1110110100") &
+        b2l(qrfq_qp = "1110110011") &
+        b2l(qrfq_qp = "1110110010") &
+        b2l(qrfq_qp = "1110110001") &
+        b2l(qrfq_qp = "1110110000") &
+        b2l(qrfq_qp = "1110101111") &
+        b2l(qrfq_qp = "1110101110") &
+        b2l(qrfq_qp = "1110101101") &
+        b2l(qrfq_qp = "1110101100") &
+        b2l(qrfq_qp = "1110101011") &
+        b2l(qrfq_qp = "1110101010") &
+        b2l(qrfq_qp = "1110101001") &
+        b2l(qrfq_qp = "1110101000") &
+        b2l(qrfq_qp = "1110100111") &
+        b2l(qrfq_qp = "1110100110") &
+        b2l(qrfq_qp = "1110100101") &
+        b2l(qrfq_qp = "1110100100") &
+        b2l(qrfq_qp = "1110100011") &
+        b2l(qrfq_qp = "1110100010") &
+        b2l(qrfq_qp = "1110100001") &
+        b2l(qrfq_qp = "1110100000") &
+        b2l(qrfq_qp = "1110011111") &
+        b2l(qrfq_qp = "1110011110") &
+        b2l(qrfq_qp = "1110011101") &
+        b2l(qrfq_qp = "1110011100") &
+        b2l(qrfq_qp = "1110011011") &
+        b2l(qrfq_qp = "1110011010") &
+        b2l(qrfq_qp = "1110011001") &
+        b2l(qrfq_qp = "1110011000") &
+        b2l(qrfq_qp = "1110010111") &
+        b2l(qrfq_qp = "1110010110") &
+        b2l(qrfq_qp = "1110010101") &
+        b2l(qrfq_qp = "1110010100") &
+        b2l(qrfq_qp = "1110010011") &
+        b2l(qrfq_qp = "1110010010") &
+        b2l(qrfq_qp = "1110010001") &
+        b2l(qrfq_qp = "1110010000") &
+        b2l(qrfq_qp = "1110001111") &
+        b2l(qrfq_qp = "1110001110") &
+        b2l(qrfq_qp = "1110001101") &
+        b2l(qrfq_qp = "1110001100") &
+        b2l(qrfq_qp = "1110001011") &
+        b2l(qrfq_qp = "1110001010") &
+        b2l(qrfq_qp = "1110001001") &
+        b2l(qrfq_qp = "1110001000") &
+        b2l(qrfq_qp = "1110000111") &
+        b2l(qrfq_qp = "1110000110") &
+        b2l(qrfq_qp = "1110000101") &
+        b2l(qrfq_qp = "1110000100") &
+        b2l(qrfq_qp = "1110000011") &
+        b2l(qrfq_qp = "1110000010") &
+        b2l(qrfq_qp = "1110000001") &
+        b2l(qrfq_qp = "1110000000") &
+        b2l(qrfq_qp = "1101111111") &
+        b2l(qrfq_qp = "1101111110") &
+        b2l(qrfq_qp = "1101111101") &
+        b2l(qrfq_qp = "1101111100") &
+        b2l(qrfq_qp = "1101111011") &
+        b2l(qrfq_qp = "1101111010") &
+        b2l(qrfq_qp = "1101111001") &
+        b2l(qrfq_qp = "1101111000") &
+        b2l(qrfq_qp = "1101110111") &
+        b2l(qrfq_qp = "1101110110") &
+        b2l(qrfq_qp = "1101110101") &
+        b2l(qrfq_qp = "1101110100") &
+        b2l(qrfq_qp = "1101110011") &
+        b2l(qrfq_qp = "1101110010") &
+        b2l(qrfq_qp = "1101110001") &
+        b2l(qrfq_qp = "1101110000") &
+        b2l(qrfq_qp = "1101101111") &
+        b2l(qrfq_qp = "1101101110") &
+        b2l(qrfq_qp = "1101101101") &
+        b2l(qrfq_qp = "1101101100") &
+        b2l(qrfq_qp = "1101101011") &
+        b2l(qrfq_qp = "1101101010") &
+        b2l(qrfq_qp = "1101101001") &
+        b2l(qrfq_qp = "1101101000") &
+        b2l(qrfq_qp = "1101100111") &
+        b2l(qrfq_qp = "1101100110") &
+        b2l(qrfq_qp = "1101100101") &
+        b2l(qrfq_qp = "1101100100") &
+        b2l(qrfq_qp = "1101100011") &
+        b2l(qrfq_qp = "1101100010") &
+        b2l(qrfq_qp = "1101100001") &
+        b2l(qrfq_qp = "1101100000") &
+        b2l(qrfq_qp = "1101011111") &
+        b2l(qrfq_qp = "1101011110") &
+        b2l(qrfq_qp = "1101011101") &
+        b2l(qrfq_qp = "1101011100") &
+        b2l(qrfq_qp = "1101011011") &
+        b2l(qrfq_qp = "1101011010") &
+        b2l(qrfq_qp = "1101011001") &
+        b2l(qrfq_qp = "1101011000") &
+        b2l(qrfq_qp = "1101010111") &
+        b2l(qrfq_qp = "1101010110") &
+        b2l(qrfq_qp = "1101010101") &
+        b2l(qrfq_qp = "1101010100") &
+        b2l(qrfq_qp = "1101010011") &
+        b2l(qrfq_qp = "1101010010") &
+        b2l(qrfq_qp = "1101010001") &
+        b2l(qrfq_qp = "1101010000") &
+        b2l(qrfq_qp = "1101001111") &
+        b2l(qrfq_qp = "1101001110") &
+        b2l(qrfq_qp = "1101001101") &
+        b2l(qrfq_qp = "1101001100") &
+        b2l(qrfq_qp = "1101001011") &
+        b2l(qrfq_qp = "1101001010") &
+        b2l(qrfq_qp = "1101001001") &
+        b2l(qrfq_qp = "1101001000") &
+        b2l(qrfq_qp = "1101000111") &
+        b2l(qrfq_qp = "1101000110") &
+        b2l(qrfq_qp = "1101000101") &
+        b2l(qrfq_qp = "1101000100") &
+        b2l(qrfq_qp = "1101000011") &
+        b2l(qrfq_qp = "1101000010") &
+        b2l(qrfq_qp = "1101000001") &
+        b2l(qrfq_qp = "1101000000") &
+        b2l(qrfq_qp = "1100111111") &
+        b2l(qrfq_qp = "1100111110") &
+        b2l(qrfq_qp = "1100111101") &
+        b2l(qrfq_qp = "1100111100") &
+        b2l(qrfq_qp = "1100111011") &
+        b2l(qrfq_qp = "1100111010") &
+        b2l(qrfq_qp = "1100111001") &
+        b2l(qrfq_qp = "1100111000") &
+        b2l(qrfq_qp = "1100110111") &
+        b2l(qrfq_qp = "1100110110") &
+        b2l(qrfq_qp = "1100110101") &
+        b2l(qrfq_qp = "1100110100") &
+        b2l(qrfq_qp = "1100110011") &
+        b2l(qrfq_qp = "1100110010") &
+        b2l(qrfq_qp = "1100110001") &
+        b2l(qrfq_qp = "1100110000") &
+        b2l(qrfq_qp = "1100101111") &
+        b2l(qrfq_qp = "1100101110") &
+        b2l(qrfq_qp = "1100101101") &
+        b2l(qrfq_qp = "1100101100") &
+        b2l(qrfq_qp = "1100101011") &
+        b2l(qrfq_qp = "1100101010") &
+        b2l(qrfq_qp = "1100101001") &
+        b2l(qrfq_qp = "1100101000") &
+        b2l(qrfq_qp = "1100100111") &
+        b2l(qrfq_qp = "1100100110") &
+        b2l(qrfq_qp = "1100100101") &
+        b2l(qrfq_qp = "1100100100") &
+        b2l(qrfq_qp = "1100100011") &
+        b2l(qrfq_qp = "1100100010") &
+        b2l(qrfq_qp = "1100100001") &
+        b2l(qrfq_qp = "1100100000") &
+        b2l(qrfq_qp = "1100011111") &
+        b2l(qrfq_qp = "1100011110") &
+        b2l(qrfq_qp = "1100011101") &
+        b2l(qrfq_qp = "1100011100") &
+        b2l(qrfq_qp = "1100011011") &
+        b2l(qrfq_qp = "1100011010") &
+        b2l(qrfq_qp = "1100011001") &
+        b2l(qrfq_qp = "1100011000") &
+        b2l(qrfq_qp = "1100010111") &
+        b2l(qrfq_qp = "1100010110") &
+        b2l(qrfq_qp = "1100010101") &
+        b2l(qrfq_qp = "1100010100") &
+        b2l(qrfq_qp = "1100010011") &
+        b2l(qrfq_qp = "1100010010") &
+        b2l(qrfq_qp = "1100010001") &
+        b2l(qrfq_qp = "1100010000") &
+        b2l(qrfq_qp = "1100001111") &
+        b2l(qrfq_qp = "1100001110") &
+        b2l(qrfq_qp = "1100001101") &
+        b2l(qrfq_qp = "1100001100") &
+        b2l(qrfq_qp = "1100001011") &
+        b2l(qrfq_qp = "1100001010") &
+        b2l(qrfq_qp = "1100001001") &
+        b2l(qrfq_qp = "1100001000") &
+        b2l(qrfq_qp = "1100000111") &
+        b2l(qrfq_qp = "1100000110") &
+        b2l(qrfq_qp = "1100000101") &
+        b2l(qrfq_qp = "1100000100") &
+        b2l(qrfq_qp = "1100000011") &
+        b2l(qrfq_qp = "1100000010") &
+        b2l(qrfq_qp = "1100000001") &
+        b2l(qrfq_qp = "1100000000") &
+        b2l(qrfq_qp = "1011111111") &
+        b2l(qrfq_qp = "1011111110") &
+        b2l(qrfq_qp = "1011111101") &
+        b2l(qrfq_qp = "1011111100") &
+        b2l(qrfq_qp = "1011111011") &
+        b2l(qrfq_qp = "1011111010") &
+        b2l(qrfq_qp = "1011111001") &
+        b2l(qrfq_qp = "1011111000") &
+        b2l(qrfq_qp = "1011110111") &
+        b2l(qrfq_qp = "1011110110") &
+        b2l(qrfq_qp = "1011110101") &
+        b2l(qrfq_qp = "1011110100") &
+        b2l(qrfq_qp = "1011110011") &
+        b2l(qrfq_qp = "1011110010") &
+        b2l(qrfq_qp = "1011110001") &
+        b2l(qrfq_qp = "1011110000") &
+        b2l(qrfq_qp = "1011101111") &
+        b2l(qrfq_qp = "1011101110") &
+        b2l(qrfq_qp = "1011101101") &
+        b2l(qrfq_qp = "1011101100") &
+        b2l(qrfq_qp = "1011101011") &
+        b2l(qrfq_qp = "1011101010") &
+        b2l(qrfq_qp = "1011101001") &
+        b2l(qrfq_qp = "1011101000") &
+        b2l(qrfq_qp = "1011100111") &
+        b2l(qrfq_qp = "1011100110") &
+        b2l(qrfq_qp = "1011100101") &
+        b2l(qrfq_qp = "1011100100") &
+        b2l(qrfq_qp = "1011100011") &
+        b2l(qrfq_qp = "1011100010") &
+        b2l(qrfq_qp = "1011100001") &
+        b2l(qrfq_qp = "1011100000") &
+        b2l(qrfq_qp = "1011011111") &
+        b2l(qrfq_qp = "1011011110") &
+        b2l(qrfq_qp = "1011011101") &
+        b2l(qrfq_qp = "1011011100") &
+        b2l(qrfq_qp = "1011011011") &
+        b2l(qrfq_qp = "1011011010") &
+        b2l(qrfq_qp = "1011011001") &
+        b2l(qrfq_qp = "1011011000") &
+        b2l(qrfq_qp = "1011010111") &
+        b2l(qrfq_qp = "1011010110") &
+        b2l(qrfq_qp = "1011010101") &
+        b2l(qrfq_qp = "1011010100") &
+        b2l(qrfq_qp = "1011010011") &
+        b2l(qrfq_qp = "1011010010") &
+        b2l(qrfq_qp = "1011010001") &
+        b2l(qrfq_qp = "1011010000") &
+        b2l(qrfq_qp = "1011001111") &
+        b2l(qrfq_qp = "1011001110") &
+        b2l(qrfq_qp = "1011001101") &
+        b2l(qrfq_qp = "1011001100") &
+        b2l(qrfq_qp = "1011001011") &
+        b2l(qrfq_qp = "1011001010") &
+        b2l(qrfq_qp = "1011001001") &
+        b2l(qrfq_qp = "1011001000") &
+        b2l(qrfq_qp = "1011000111") &
+        b2l(qrfq_qp = "1011000110") &
+        b2l(qrfq_qp = "1011000101") &
+        b2l(qrfq_qp = "1011000100") &
+        b2l(qrfq_qp = "1011000011") &
+        b2l(qrfq_qp = "1011000010") &
+        b2l(qrfq_qp = "1011000001") &
+        b2l(qrfq_qp = "1011000000") &
+        b2l(qrfq_qp = "1010111111") &
+        b2l(qrfq_qp = "1010111110") &
+        b2l(qrfq_qp = "1010111101") &
+        b2l(qrfq_qp = "1010111100") &
+        b2l(qrfq_qp = "1010111011") &
+        b2l(qrfq_qp = "1010111010") &
+        b2l(qrfq_qp = "1010111001") &
+        b2l(qrfq_qp = "1010111000") &
+        b2l(qrfq_qp = "1010110111") &
+        b2l(qrfq_qp = "1010110110") &
+        b2l(qrfq_qp = "1010110101") &
+        b2l(qrfq_qp = "1010110100") &
+        b2l(qrfq_qp = "1010110011") &
+        b2l(qrfq_qp = "1010110010") &
+        b2l(qrfq_qp = "1010110001") &
+        b2l(qrfq_qp = "1010110000") &
+        b2l(qrfq_qp = "1010101111") &
+        b2l(qrfq_qp = "1010101110") &
+        b2l(qrfq_qp = "1010101101") &
+        b2l(qrfq_qp = "1010101100") &
+        b2l(qrfq_qp = "1010101011") &
+        b2l(qrfq_qp = "1010101010") &
+        b2l(qrfq_qp = "1010101001") &
+        b2l(qrfq_qp = "1010101000") &
+        b2l(qrfq_qp = "1010100111") &
+        b2l(qrfq_qp = "1010100110") &
+        b2l(qrfq_qp = "1010100101") &
+        b2l(qrfq_qp = "1010100100") &
+        b2l(qrfq_qp = "1010100011") &
+        b2l(qrfq_qp = "1010100010") &
+        b2l(qrfq_qp = "1010100001") &
+        b2l(qrfq_qp = "1010100000") &
+        b2l(qrfq_qp = "1010011111") &
+        b2l(qrfq_qp = "1010011110") &
+        b2l(qrfq_qp = "1010011101") &
+        b2l(qrfq_qp = "1010011100") &
+        b2l(qrfq_qp = "1010011011") &
+        b2l(qrfq_qp = "1010011010") &
+        b2l(qrfq_qp = "1010011001") &
+        b2l(qrfq_qp = "1010011000") &
+        b2l(qrfq_qp = "1010010111") &
+        b2l(qrfq_qp = "1010010110") &
+        b2l(qrfq_qp = "1010010101") &
+        b2l(qrfq_qp = "1010010100") &
+        b2l(qrfq_qp = "1010010011") &
+        b2l(qrfq_qp = "1010010010") &
+        b2l(qrfq_qp = "1010010001") &
+        b2l(qrfq_qp = "1010010000") &
+        b2l(qrfq_qp = "1010001111") &
+        b2l(qrfq_qp = "1010001110") &
+        b2l(qrfq_qp = "1010001101") &
+        b2l(qrfq_qp = "1010001100") &
+        b2l(qrfq_qp = "1010001011") &
+        b2l(qrfq_qp = "1010001010") &
+        b2l(qrfq_qp = "1010001001") &
+        b2l(qrfq_qp = "1010001000") &
+        b2l(qrfq_qp = "1010000111") &
+        b2l(qrfq_qp = "1010000110") &
+        b2l(qrfq_qp = "1010000101") &
+        b2l(qrfq_qp = "1010000100") &
+        b2l(qrfq_qp = "1010000011") &
+        b2l(qrfq_qp = "1010000010") &
+        b2l(qrfq_qp = "1010000001") &
+        b2l(qrfq_qp = "1010000000") &
+        b2l(qrfq_qp = "1001111111") &
+        b2l(qrfq_qp = "1001111110") &
+        b2l(qrfq_qp = "1001111101") &
+        b2l(qrfq_qp = "1001111100") &
+        b2l(qrfq_qp = "1001111011") &
+        b2l(qrfq_qp = "1001111010") &
+        b2l(qrfq_qp = "1001111001") &
+        b2l(qrfq_qp = "1001111000") &
+        b2l(qrfq_qp = "1001110111") &
+        b2l(qrfq_qp = "1001110110") &
+        b2l(qrfq_qp = "1001110101") &
+        b2l(qrfq_qp = "1001110100") &
+        b2l(qrfq_qp = "1001110011") &
+        b2l(qrfq_qp = "1001110010") &
+        b2l(qrfq_qp = "1001110001") &
+        b2l(qrfq_qp = "1001110000") &
+        b2l(qrfq_qp = "1001101111") &
+        b2l(qrfq_qp = "1001101110") &
+        b2l(qrfq_qp = "1001101101") &
+        b2l(qrfq_qp = "1001101100") &
+        b2l(qrfq_qp = "1001101011") &
+        b2l(qrfq_qp = "1001101010") &
+        b2l(qrfq_qp = "1001101001") &
+        b2l(qrfq_qp = "1001101000") &
+        b2l(qrfq_qp = "1001100111") &
+        b2l(qrfq_qp = "1001100110") &
+        b2l(qrfq_qp = "1001100101") &
+        b2l(qrfq_qp = "1001100100") &
+        b2l(qrfq_qp = "1001100011") &
+        b2l(qrfq_qp = "1001100010") &
+        b2l(qrfq_qp = "1001100001") &
+        b2l(qrfq_qp = "1001100000") &
+        b2l(qrfq_qp = "1001011111") &
+        b2l(qrfq_qp = "1001011110") &
+        b2l(qrfq_qp = "1001011101") &
+        b2l(qrfq_qp = "1001011100") &
+        b2l(qrfq_qp = "1001011011") &
+        b2l(qrfq_qp = "1001011010") &
+        b2l(qrfq_qp = "1001011001") &
+        b2l(qrfq_qp = "1001011000") &
+        b2l(qrfq_qp = "1001010111") &
+        b2l(qrfq_qp = "1001010110") &
+        b2l(qrfq_qp = "1001010101") &
+        b2l(qrfq_qp = "1001010100") &
+        b2l(qrfq_qp = "1001010011") &
+        b2l(qrfq_qp = "1001010010") &
+        b2l(qrfq_qp = "1001010001") &
+        b2l(qrfq_qp = "1001010000") &
+        b2l(qrfq_qp = "1001001111") &
+        b2l(qrfq_qp = "1001001110") &
+        b2l(qrfq_qp = "1001001101") &
+        b2l(qrfq_qp = "1001001100") &
+        b2l(qrfq_qp = "1001001011") &
+        b2l(qrfq_qp = "1001001010") &
+        b2l(qrfq_qp = "1001001001") &
+        b2l(qrfq_qp = "1001001000") &
+        b2l(qrfq_qp = "1001000111") &
+        b2l(qrfq_qp = "1001000110") &
+        b2l(qrfq_qp = "1001000101") &
+        b2l(qrfq_qp = "1001000100") &
+        b2l(qrfq_qp = "1001000011") &
+        b2l(qrfq_qp = "1001000010") &
+        b2l(qrfq_qp = "1001000001") &
+        b2l(qrfq_qp = "1001000000") &
+        b2l(qrfq_qp = "1000111111") &
+        b2l(qrfq_qp = "1000111110") &
+        b2l(qrfq_qp = "1000111101") &
+        b2l(qrfq_qp = "1000111100") &
+        b2l(qrfq_qp = "1000111011") &
+        b2l(qrfq_qp = "1000111010") &
+        b2l(qrfq_qp = "1000111001") &
+        b2l(qrfq_qp = "1000111000") &
+        b2l(qrfq_qp = "1000110111") &
+        b2l(qrfq_qp = "1000110110") &
+        b2l(qrfq_qp = "1000110101") &
+        b2l(qrfq_qp = "1000110100") &
+        b2l(qrfq_qp = "1000110011") &
+        b2l(qrfq_qp = "1000110010") &
+        b2l(qrfq_qp = "1000110001") &
+        b2l(qrfq_qp = "1000110000") &
+        b2l(qrfq_qp = "1000101111") &
+        b2l(qrfq_qp = "1000101110") &
+        b2l(qrfq_qp = "1000101101") &
+        b2l(qrfq_qp = "1000101100") &
+        b2l(qrfq_qp = "1000101011") &
+        b2l(qrfq_qp = "1000101010") &
+        b2l(qrfq_qp = "1000101001") &
+        b2l(qrfq_qp = "1000101000") &
+        b2l(qrfq_qp = "1000100111") &
+        b2l(qrfq_qp = "1000100110") &
+        b2l(qrfq_qp = "1000100101") &
+        b2l(qrfq_qp = "1000100100") &
+        b2l(qrfq_qp = "1000100011") &
+        b2l(qrfq_qp = "1000100010") &
+        b2l(qrfq_qp = "1000100001") &
+        b2l(qrfq_qp = "1000100000") &
+        b2l(qrfq_qp = "1000011111") &
+        b2l(qrfq_qp = "1000011110") &
+        b2l(qrfq_qp = "1000011101") &
+        b2l(qrfq_qp = "1000011100") &
+        b2l(qrfq_qp = "1000011011") &
+        b2l(qrfq_qp = "1000011010") &
+        b2l(qrfq_qp = "1000011001") &
+        b2l(qrfq_qp = "1000011000") &
+        b2l(qrfq_qp = "1000010111") &
+        b2l(qrfq_qp = "1000010110") &
+        b2l(qrfq_qp = "1000010101") &
+        b2l(qrfq_qp = "1000010100") &
+        b2l(qrfq_qp = "1000010011") &
+        b2l(qrfq_qp = "1000010010") &
+        b2l(qrfq_qp = "1000010001") &
+        b2l(qrfq_qp = "1000010000") &
+        b2l(qrfq_qp = "1000001111") &
+        b2l(qrfq_qp = "1000001110") &
+        b2l(qrfq_qp = "1000001101") &
+        b2l(qrfq_qp = "1000001100") &
+        b2l(qrfq_qp = "1000001011") &
+        b2l(qrfq_qp = "1000001010") &
+        b2l(qrfq_qp = "1000001001") &
+        b2l(qrfq_qp = "1000001000") &
+        b2l(qrfq_qp = "1000000111") &
+        b2l(qrfq_qp = "1000000110") &
+        b2l(qrfq_qp = "1000000101") &
+        b2l(qrfq_qp = "1000000100") &
+        b2l(qrfq_qp = "1000000011") &
+        b2l(qrfq_qp = "1000000010") &
+        b2l(qrfq_qp = "1000000001") &
+        b2l(qrfq_qp = "1000000000") &
+        b2l(qrfq_qp = "0111111111") &
+        b2l(qrfq_qp = "0111111110") &
+        b2l(qrfq_qp = "0111111101") &
+        b2l(qrfq_qp = "0111111100") &
+        b2l(qrfq_qp = "0111111011") &
+        b2l(qrfq_qp = "0111111010") &
+        b2l(qrfq_qp = "0111111001") &
+        b2l(qrfq_qp = "0111111000") &
+        b2l(qrfq_qp = "0111110111") &
+        b2l(qrfq_qp = "0111110110") &
+        b2l(qrfq_qp = "0111110101") &
+        b2l(qrfq_qp = "0111110100") &
+        b2l(qrfq_qp = "0111110011") &
+        b2l(qrfq_qp = "0111110010") &
+        b2l(qrfq_qp = "0111110001") &
+        b2l(qrfq_qp = "0111110000") &
+        b2l(qrfq_qp = "0111101111") &
+        b2l(qrfq_qp = "0111101110") &
+        b2l(qrfq_qp = "0111101101") &
+        b2l(qrfq_qp = "0111101100") &
+        b2l(qrfq_qp = "0111101011") &
+        b2l(qrfq_qp = "0111101010") &
+        b2l(qrfq_qp = "0111101001") &
+        b2l(qrfq_qp = "0111101000") &
+        b2l(qrfq_qp = "0111100111") &
+        b2l(qrfq_qp = "0111100110") &
+        b2l(qrfq_qp = "0111100101") &
+        b2l(qrfq_qp = "0111100100") &
+        b2l(qrfq_qp = "0111100011") &
+        b2l(qrfq_qp = "0111100010") &
+        b2l(qrfq_qp = "0111100001") &
+        b2l(qrfq_qp = "0111100000") &
+        b2l(qrfq_qp = "0111011111") &
+        b2l(qrfq_qp = "0111011110") &
+        b2l(qrfq_qp = "0111011101") &
+        b2l(qrfq_qp = "0111011100") &
+        b2l(qrfq_qp = "0111011011") &
+        b2l(qrfq_qp = "0111011010") &
+        b2l(qrfq_qp = "0111011001") &
+        b2l(qrfq_qp = "0111011000") &
+        b2l(qrfq_qp = "0111010111") &
+        b2l(qrfq_qp = "0111010110") &
+        b2l(qrfq_qp = "0111010101") &
+        b2l(qrfq_qp = "0111010100") &
+        b2l(qrfq_qp = "0111010011") &
+        b2l(qrfq_qp = "0111010010") &
+        b2l(qrfq_qp = "0111010001") &
+        b2l(qrfq_qp = "0111010000") &
+        b2l(qrfq_qp = "0111001111") &
+        b2l(qrfq_qp = "0111001110") &
+        b2l(qrfq_qp = "0111001101") &
+        b2l(qrfq_qp = "0111001100") &
+        b2l(qrfq_qp = "0111001011") &
+        b2l(qrfq_qp = "0111001010") &
+        b2l(qrfq_qp = "0111001001") &
+        b2l(qrfq_qp = "0111001000") &
+        b2l(qrfq_qp = "0111000111") &
+        b2l(qrfq_qp = "0111000110") &
+        b2l(qrfq_qp = "0111000101") &
+        b2l(qrfq_qp = "0111000100") &
+        b2l(qrfq_qp = "0111000011") &
+        b2l(qrfq_qp = "0111000010") &
+        b2l(qrfq_qp = "0111000001") &
+        b2l(qrfq_qp = "0111000000") &
+        b2l(qrfq_qp = "0110111111") &
+        b2l(qrfq_qp = "0110111110") &
+        b2l(qrfq_qp = "0110111101") &
+        b2l(qrfq_qp = "0110111100") &
+        b2l(qrfq_qp = "0110111011") &
+        b2l(qrfq_qp = "0110111010") &
+        b2l(qrfq_qp = "0110111001") &
+        b2l(qrfq_qp = "0110111000") &
+        b2l(qrfq_qp = "0110110111") &
+        b2l(qrfq_qp = "0110110110") &
+        b2l(qrfq_qp = "0110110101") &
+        b2l(qrfq_qp = "0110110100") &
+        b2l(qrfq_qp = "0110110011") &
+        b2l(qrfq_qp = "0110110010") &
+        b2l(qrfq_qp = "0110110001") &
+        b2l(qrfq_qp = "0110110000") &
+        b2l(qrfq_qp = "0110101111") &
+        b2l(qrfq_qp = "0110101110") &
+        b2l(qrfq_qp = "0110101101") &
+        b2l(qrfq_qp = "0110101100") &
+        b2l(qrfq_qp = "0110101011") &
+        b2l(qrfq_qp = "0110101010") &
+        b2l(qrfq_qp = "0110101001") &
+        b2l(qrfq_qp = "0110101000") &
+        b2l(qrfq_qp = "0110100111") &
+        b2l(qrfq_qp = "0110100110") &
+        b2l(qrfq_qp = "0110100101") &
+        b2l(qrfq_qp = "0110100100") &
+        b2l(qrfq_qp = "0110100011") &
+        b2l(qrfq_qp = "0110100010") &
+        b2l(qrfq_qp = "0110100001") &
+        b2l(qrfq_qp = "0110100000") &
+        b2l(qrfq_qp = "0110011111") &
+        b2l(qrfq_qp = "0110011110") &
+        b2l(qrfq_qp = "0110011101") &
+        b2l(qrfq_qp = "0110011100") &
+        b2l(qrfq_qp = "0110011011") &
+        b2l(qrfq_qp = "0110011010") &
+        b2l(qrfq_qp = "0110011001") &
+        b2l(qrfq_qp = "0110011000") &
+        b2l(qrfq_qp = "0110010111") &
+        b2l(qrfq_qp = "0110010110") &
+        b2l(qrfq_qp = "0110010101") &
+        b2l(qrfq_qp = "0110010100") &
+        b2l(qrfq_qp = "0110010011") &
+        b2l(qrfq_qp = "0110010010") &
+        b2l(qrfq_qp = "0110010001") &
+        b2l(qrfq_qp = "0110010000") &
+        b2l(qrfq_qp = "0110001111") &
+        b2l(qrfq_qp = "0110001110") &
+        b2l(qrfq_qp = "0110001101") &
+        b2l(qrfq_qp = "0110001100") &
+        b2l(qrfq_qp = "0110001011") &
+        b2l(qrfq_qp = "0110001010") &
+        b2l(qrfq_qp = "0110001001") &
+        b2l(qrfq_qp = "0110001000") &
+        b2l(qrfq_qp = "0110000111") &
+        b2l(qrfq_qp = "0110000110") &
+        b2l(qrfq_qp = "0110000101") &
+        b2l(qrfq_qp = "0110000100") &
+        b2l(qrfq_qp = "0110000011") &
+        b2l(qrfq_qp = "0110000010") &
+        b2l(qrfq_qp = "0110000001") &
+        b2l(qrfq_qp = "0110000000") &
+        b2l(qrfq_qp = "0101111111") &
+        b2l(qrfq_qp = "0101111110") &
+        b2l(qrfq_qp = "0101111101") &
+        b2l(qrfq_qp = "0101111100") &
+        b2l(qrfq_qp = "0101111011") &
+        b2l(qrfq_qp = "0101111010") &
+        b2l(qrfq_qp = "0101111001") &
+        b2l(qrfq_qp = "0101111000") &
+        b2l(qrfq_qp = "0101110111") &
+        b2l(qrfq_qp = "0101110110") &
+        b2l(qrfq_qp = "0101110101") &
+        b2l(qrfq_qp = "0101110100") &
+        b2l(qrfq_qp = "0101110011") &
+        b2l(qrfq_qp = "0101110010") &
+        b2l(qrfq_qp = "0101110001") &
+        b2l(qrfq_qp = "0101110000") &
+        b2l(qrfq_qp = "0101101111") &
+        b2l(qrfq_qp = "0101101110") &
+        b2l(qrfq_qp = "0101101101") &
+        b2l(qrfq_qp = "0101101100") &
+        b2l(qrfq_qp = "0101101011") &
+        b2l(qrfq_qp = "0101101010") &
+        b2l(qrfq_qp = "0101101001") &
+        b2l(qrfq_qp = "0101101000") &
+        b2l(qrfq_qp = "0101100111") &
+        b2l(qrfq_qp = "0101100110") &
+        b2l(qrfq_qp = "0101100101") &
+        b2l(qrfq_qp = "0101100100") &
+        b2l(qrfq_qp = "0101100011") &
+        b2l(qrfq_qp = "0101100010") &
+        b2l(qrfq_qp = "0101100001") &
+        b2l(qrfq_qp = "0101100000") &
+        b2l(qrfq_qp = "0101011111") &
+        b2l(qrfq_qp = "0101011110") &
+        b2l(qrfq_qp = "0101011101") &
+        b2l(qrfq_qp = "0101011100") &
+        b2l(qrfq_qp = "0101011011") &
+        b2l(qrfq_qp = "0101011010") &
+        b2l(qrfq_qp = "0101011001") &
+        b2l(qrfq_qp = "0101011000") &
+        b2l(qrfq_qp = "0101010111") &
+        b2l(qrfq_qp = "0101010110") &
+        b2l(qrfq_qp = "0101010101") &
+        b2l(qrfq_qp = "0101010100") &
+        b2l(qrfq_qp = "0101010011") &
+        b2l(qrfq_qp = "0101010010") &
+        b2l(qrfq_qp = "0101010001") &
+        b2l(qrfq_qp = "0101010000") &
+        b2l(qrfq_qp = "0101001111") &
+        b2l(qrfq_qp = "0101001110") &
+        b2l(qrfq_qp = "0101001101") &
+        b2l(qrfq_qp = "0101001100") &
+        b2l(qrfq_qp = "0101001011") &
+        b2l(qrfq_qp = "0101001010") &
+        b2l(qrfq_qp = "0101001001") &
+        b2l(qrfq_qp = "0101001000") &
+        b2l(qrfq_qp = "0101000111") &
+        b2l(qrfq_qp = "0101000110") &
+        b2l(qrfq_qp = "0101000101") &
+        b2l(qrfq_qp = "0101000100") &
+        b2l(qrfq_qp = "0101000011") &
+        b2l(qrfq_qp = "0101000010") &
+        b2l(qrfq_qp = "0101000001") &
+        b2l(qrfq_qp = "0101000000") &
+        b2l(qrfq_qp = "0100111111") &
+        b2l(qrfq_qp = "0100111110") &
+        b2l(qrfq_qp = "0100111101") &
+        b2l(qrfq_qp = "0100111100") &
+        b2l(qrfq_qp = "0100111011") &
+        b2l(qrfq_qp = "0100111010") &
+        b2l(qrfq_qp = "0100111001") &
+        b2l(qrfq_qp = "0100111000") &
+        b2l(qrfq_qp = "0100110111") &
+        b2l(qrfq_qp = "0100110110") &
+        b2l(qrfq_qp = "0100110101") &
+        b2l(qrfq_qp = "0100110100") &
+        b2l(qrfq_qp = "0100110011") &
+        b2l(qrfq_qp = "0100110010") &
+        b2l(qrfq_qp = "0100110001") &
+        b2l(qrfq_qp = "0100110000") &
+        b2l(qrfq_qp = "0100101111") &
+        b2l(qrfq_qp = "0100101110") &
+        b2l(qrfq_qp = "0100101101") &
+        b2l(qrfq_qp = "0100101100") &
+        b2l(qrfq_qp = "0100101011") &
+        b2l(qrfq_qp = "0100101010") &
+        b2l(qrfq_qp = "0100101001") &
+        b2l(qrfq_qp = "0100101000") &
+        b2l(qrfq_qp = "0100100111") &
+        b2l(qrfq_qp = "0100100110") &
+        b2l(qrfq_qp = "0100100101") &
+        b2l(qrfq_qp = "0100100100") &
+        b2l(qrfq_qp = "0100100011") &
+        b2l(qrfq_qp = "0100100010") &
+        b2l(qrfq_qp = "0100100001") &
+        b2l(qrfq_qp = "0100100000") &
+        b2l(qrfq_qp = "0100011111") &
+        b2l(qrfq_qp = "0100011110") &
+        b2l(qrfq_qp = "0100011101") &
+        b2l(qrfq_qp = "0100011100") &
+        b2l(qrfq_qp = "0100011011") &
+        b2l(qrfq_qp = "0100011010") &
+        b2l(qrfq_qp = "0100011001") &
+        b2l(qrfq_qp = "0100011000") &
+        b2l(qrfq_qp = "0100010111") &
+        b2l(qrfq_qp = "0100010110") &
+        b2l(qrfq_qp = "0100010101") &
+        b2l(qrfq_qp = "0100010100") &
+        b2l(qrfq_qp = "0100010011") &
+        b2l(qrfq_qp = "0100010010") &
+        b2l(qrfq_qp = "0100010001") &
+        b2l(qrfq_qp = "0100010000") &
+        b2l(qrfq_qp = "0100001111") &
+        b2l(qrfq_qp = "0100001110") &
+        b2l(qrfq_qp = "0100001101") &
+        b2l(qrfq_qp = "0100001100") &
+        b2l(qrfq_qp = "0100001011") &
+        b2l(qrfq_qp = "0100001010") &
+        b2l(qrfq_qp = "0100001001") &
+        b2l(qrfq_qp = "0100001000") &
+        b2l(qrfq_qp = "0100000111") &
+        b2l(qrfq_qp = "0100000110") &
+        b2l(qrfq_qp = "0100000101") &
+        b2l(qrfq_qp = "0100000100") &
+        b2l(qrfq_qp = "0100000011") &
+        b2l(qrfq_qp = "0100000010") &
+        b2l(qrfq_qp = "0100000001") &
+        b2l(qrfq_qp = "0100000000") &
+        b2l(qrfq_qp = "0011111111") &
+        b2l(qrfq_qp = "0011111110") &
+        b2l(qrfq_qp = "0011111101") &
+        b2l(qrfq_qp = "0011111100") &
+        b2l(qrfq_qp = "0011111011") &
+        b2l(qrfq_qp = "0011111010") &
+        b2l(qrfq_qp = "0011111001") &
+        b2l(qrfq_qp = "0011111000") &
+        b2l(qrfq_qp = "0011110111") &
+        b2l(qrfq_qp = "0011110110") &
+        b2l(qrfq_qp = "0011110101") &
+        b2l(qrfq_qp = "0011110100") &
+        b2l(qrfq_qp = "0011110011") &
+        b2l(qrfq_qp = "0011110010") &
+        b2l(qrfq_qp = "0011110001") &
+        b2l(qrfq_qp = "0011110000") &
+        b2l(qrfq_qp = "0011101111") &
+        b2l(qrfq_qp = "0011101110") &
+        b2l(qrfq_qp = "0011101101") &
+        b2l(qrfq_qp = "0011101100") &
+        b2l(qrfq_qp = "0011101011") &
+        b2l(qrfq_qp = "0011101010") &
+        b2l(qrfq_qp = "0011101001") &
+        b2l(qrfq_qp = "0011101000") &
+        b2l(qrfq_qp = "0011100111") &
+        b2l(qrfq_qp = "0011100110") &
+        b2l(qrfq_qp = "0011100101") &
+        b2l(qrfq_qp = "0011100100") &
+        b2l(qrfq_qp = "0011100011") &
+        b2l(qrfq_qp = "0011100010") &
+        b2l(qrfq_qp = "0011100001") &
+        b2l(qrfq_qp = "0011100000") &
+        b2l(qrfq_qp = "0011011111") &
+        b2l(qrfq_qp = "0011011110") &
+        b2l(qrfq_qp = "0011011101") &
+        b2l(qrfq_qp = "0011011100") &
+        b2l(qrfq_qp = "0011011011") &
+        b2l(qrfq_qp = "0011011010") &
+        b2l(qrfq_qp = "0011011001") &
+        b2l(qrfq_qp = "0011011000") &
+        b2l(qrfq_qp = "0011010111") &
+        b2l(qrfq_qp = "0011010110") &
+        b2l(qrfq_qp = "0011010101") &
+        b2l(qrfq_qp = "0011010100") &
+        b2l(qrfq_qp = "0011010011") &
+        b2l(qrfq_qp = "0011010010") &
+        b2l(qrfq_qp = "0011010001") &
+        b2l(qrfq_qp = "0011010000") &
+        b2l(qrfq_qp = "0011001111") &
+        b2l(qrfq_qp = "0011001110") &
+        b2l(qrfq_qp = "0011001101") &
+        b2l(qrfq_qp = "0011001100") &
+        b2l(qrfq_qp = "0011001011") &
+        b2l(qrfq_qp = "0011001010") &
+        b2l(qrfq_qp = "0011001001") &
+        b2l(qrfq_qp = "0011001000") &
+        b2l(qrfq_qp = "0011000111") &
+        b2l(qrfq_qp = "0011000110") &
+        b2l(qrfq_qp = "0011000101") &
+        b2l(qrfq_qp = "0011000100") &
+        b2l(qrfq_qp = "0011000011") &
+        b2l(qrfq_qp = "0011000010") &
+        b2l(qrfq_qp = "0011000001") &
+        b2l(qrfq_qp = "0011000000") &
+        b2l(qrfq_qp = "0010111111") &
+        b2l(qrfq_qp = "0010111110") &
+        b2l(qrfq_qp = "0010111101") &
+        b2l(qrfq_qp = "0010111100") &
+        b2l(qrfq_qp = "0010111011") &
+        b2l(qrfq_qp = "0010111010") &
+        b2l(qrfq_qp = "0010111001") &
+        b2l(qrfq_qp = "0010111000") &
+        b2l(qrfq_qp = "0010110111") &
+        b2l(qrfq_qp = "0010110110") &
+        b2l(qrfq_qp = "0010110101") &
+        b2l(qrfq_qp = "0010110100") &
+        b2l(qrfq_qp = "0010110011") &
+        b2l(qrfq_qp = "0010110010") &
+        b2l(qrfq_qp = "0010110001") &
+        b2l(qrfq_qp = "0010110000") &
+        b2l(qrfq_qp = "0010101111") &
+        b2l(qrfq_qp = "0010101110") &
+        b2l(qrfq_qp = "0010101101") &
+        b2l(qrfq_qp = "0010101100") &
+        b2l(qrfq_qp = "0010101011") &
+        b2l(qrfq_qp = "0010101010") &
+        b2l(qrfq_qp = "0010101001") &
+        b2l(qrfq_qp = "0010101000") &
+        b2l(qrfq_qp = "0010100111") &
+        b2l(qrfq_qp = "0010100110") &
+        b2l(qrfq_qp = "0010100101") &
+        b2l(qrfq_qp = "0010100100") &
+        b2l(qrfq_qp = "0010100011") &
+        b2l(qrfq_qp = "0010100010") &
+        b2l(qrfq_qp = "0010100001") &
+        b2l(qrfq_qp = "0010100000") &
+        b2l(qrfq_qp = "0010011111") &
+        b2l(qrfq_qp = "0010011110") &
+        b2l(qrfq_qp = "0010011101") &
+        b2l(qrfq_qp = "0010011100") &
+        b2l(qrfq_qp = "0010011011") &
+        b2l(qrfq_qp = "0010011010") &
+        b2l(qrfq_qp = "0010011001") &
+        b2l(qrfq_qp = "0010011000") &
+        b2l(qrfq_qp = "0010010111") &
+        b2l(qrfq_qp = "0010010110") &
+        b2l(qrfq_qp = "0010010101") &
+        b2l(qrfq_qp = "0010010100") &
+        b2l(qrfq_qp = "0010010011") &
+        b2l(qrfq_qp = "0010010010") &
+        b2l(qrfq_qp = "0010010001") &
+        b2l(qrfq_qp = "0010010000") &
+        b2l(qrfq_qp = "0010001111") &
+        b2l(qrfq_qp = "0010001110") &
+        b2l(qrfq_qp = "0010001101") &
+        b2l(qrfq_qp = "0010001100") &
+        b2l(qrfq_qp = "0010001011") &
+        b2l(qrfq_qp = "0010001010") &
+        b2l(qrfq_qp = "0010001001") &
+        b2l(qrfq_qp = "0010001000") &
+        b2l(qrfq_qp = "0010000111") &
+        b2l(qrfq_qp = "0010000110") &
+        b2l(qrfq_qp = "0010000101") &
+        b2l(qrfq_qp = "0010000100") &
+        b2l(qrfq_qp = "0010000011") &
+        b2l(qrfq_qp = "0010000010") &
+        b2l(qrfq_qp = "0010000001") &
+        b2l(qrfq_qp = "0010000000") &
+        b2l(qrfq_qp = "0001111111") &
+        b2l(qrfq_qp = "0001111110") &
+        b2l(qrfq_qp = "0001111101") &
+        b2l(qrfq_qp = "0001111100") &
+        b2l(qrfq_qp = "0001111011") &
+        b2l(qrfq_qp = "0001111010") &
+        b2l(qrfq_qp = "0001111001") &
+        b2l(qrfq_qp = "0001111000") &
+        b2l(qrfq_qp = "0001110111") &
+        b2l(qrfq_qp = "0001110110") &
+        b2l(qrfq_qp = "0001110101") &
+        b2l(qrfq_qp = "0001110100") &
+        b2l(qrfq_qp = "0001110011") &
+        b2l(qrfq_qp = "0001110010") &
+        b2l(qrfq_qp = "0001110001") &
+        b2l(qrfq_qp = "0001110000") &
+        b2l(qrfq_qp = "0001101111") &
+        b2l(qrfq_qp = "0001101110") &
+        b2l(qrfq_qp = "0001101101") &
+        b2l(qrfq_qp = "0001101100") &
+        b2l(qrfq_qp = "0001101011") &
+        b2l(qrfq_qp = "0001101010") &
+        b2l(qrfq_qp = "0001101001") &
+        b2l(qrfq_qp = "0001101000") &
+        b2l(qrfq_qp = "0001100111") &
+        b2l(qrfq_qp = "0001100110") &
+        b2l(qrfq_qp = "0001100101") &
+        b2l(qrfq_qp = "0001100100") &
+        b2l(qrfq_qp = "0001100011") &
+        b2l(qrfq_qp = "0001100010") &
+        b2l(qrfq_qp = "0001100001") &
+        b2l(qrfq_qp = "0001100000") &
+        b2l(qrfq_qp = "0001011111") &
+        b2l(qrfq_qp = "0001011110") &
+        b2l(qrfq_qp = "0001011101") &
+        b2l(qrfq_qp = "0001011100") &
+        b2l(qrfq_qp = "0001011011") &
+        b2l(qrfq_qp = "0001011010") &
+        b2l(qrfq_qp = "0001011001") &
+        b2l(qrfq_qp = "0001011000") &
+        b2l(qrfq_qp = "0001010111") &
+        b2l(qrfq_qp = "0001010110") &
+        b2l(qrfq_qp = "0001010101") &
+        b2l(qrfq_qp = "0001010100") &
+        b2l(qrfq_qp = "0001010011") &
+        b2l(qrfq_qp = "0001010010") &
+        b2l(qrfq_qp = "0001010001") &
+        b2l(qrfq_qp = "0001010000") &
+        b2l(qrfq_qp = "0001001111") &
+        b2l(qrfq_qp = "0001001110") &
+        b2l(qrfq_qp = "0001001101") &
+        b2l(qrfq_qp = "0001001100") &
+        b2l(qrfq_qp = "0001001011") &
+        b2l(qrfq_qp = "0001001010") &
+        b2l(qrfq_qp = "0001001001") &
+        b2l(qrfq_qp = "0001001000") &
+        b2l(qrfq_qp = "0001000111") &
+        b2l(qrfq_qp = "0001000110") &
+        b2l(qrfq_qp = "0001000101") &
+        b2l(qrfq_qp = "0001000100") &
+        b2l(qrfq_qp = "0001000011") &
+        b2l(qrfq_qp = "0001000010") &
+        b2l(qrfq_qp = "0001000001") &
+        b2l(qrfq_qp = "0001000000") &
+        b2l(qrfq_qp = "0000111111") &
+        b2l(qrfq_qp = "0000111110") &
+        b2l(qrfq_qp = "0000111101") &
+        b2l(qrfq_qp = "0000111100") &
+        b2l(qrfq_qp = "0000111011") &
+        b2l(qrfq_qp = "0000111010") &
+        b2l(qrfq_qp = "0000111001") &
+        b2l(qrfq_qp = "0000111000") &
+        b2l(qrfq_qp = "0000110111") &
+        b2l(qrfq_qp = "0000110110") &
+        b2l(qrfq_qp = "0000110101") &
+        b2l(qrfq_qp = "0000110100") &
+        b2l(qrfq_qp = "0000110011") &
+        b2l(qrfq_qp = "0000110010") &
+        b2l(qrfq_qp = "0000110001") &
+        b2l(qrfq_qp = "0000110000") &
+        b2l(qrfq_qp = "0000101111") &
+        b2l(qrfq_qp = "0000101110") &
+        b2l(qrfq_qp = "0000101101") &
+        b2l(qrfq_qp = "0000101100") &
+        b2l(qrfq_qp = "0000101011") &
+        b2l(qrfq_qp = "0000101010") &
+        b2l(qrfq_qp = "0000101001") &
+        b2l(qrfq_qp = "0000101000") &
+        b2l(qrfq_qp = "0000100111") &
+        b2l(qrfq_qp = "0000100110") &
+        b2l(qrfq_qp = "0000100101") &
+        b2l(qrfq_qp = "0000100100") &
+        b2l(qrfq_qp = "0000100011") &
+        b2l(qrfq_qp = "0000100010") &
+        b2l(qrfq_qp = "0000100001") &
+        b2l(qrfq_qp = "0000100000") &
+        b2l(qrfq_qp = "0000011111") &
+        b2l(qrfq_qp = "0000011110") &
+        b2l(qrfq_qp = "0000011101") &
+        b2l(qrfq_qp = "0000011100") &
+        b2l(qrfq_qp = "0000011011") &
+        b2l(qrfq_qp = "0000011010") &
+        b2l(qrfq_qp = "0000011001") &
+        b2l(qrfq_qp = "0000011000") &
+        b2l(qrfq_qp = "0000010111") &
+        b2l(qrfq_qp = "0000010110") &
+        b2l(qrfq_qp = "0000010101") &
+        b2l(qrfq_qp = "0000010100") &
+        b2l(qrfq_qp = "0000010011") &
+        b2l(qrfq_qp = "0000010010") &
+        b2l(qrfq_qp = "0000010001") &
+        b2l(qrfq_qp = "0000010000") &
+        b2l(qrfq_qp = "0000001111") &
+        b2l(qrfq_qp = "0000001110") &
+        b2l(qrfq_qp = "0000001101") &
+        b2l(qrfq_qp = "0000001100") &
+        b2l(qrfq_qp = "0000001011") &
+        b2l(qrfq_qp = "0000001010") &
+        b2l(qrfq_qp = "0000001001") &
+        b2l(qrfq_qp = "0000001000") &
+        b2l(qrfq_qp = "0000000111") &
+        b2l(qrfq_qp = "0000000110") &
+        b2l(qrfq_qp = "0000000101") &
+        b2l(qrfq_qp = "0000000100") &
+        b2l(qrfq_qp = "0000000011") &
+        b2l(qrfq_qp = "0000000010") &
+        b2l(qrfq_qp = "0000000001") &
+        b2l(qrfq_qp = "0000000000")
+    );
+    rf_queued <= or (queued and qrfq_1h);
+    rf_go <= ((rf_live and (not qp_state_busy)) and (not term_ev_set)) and (rf_queued or (not ((eng_requeue or db_enqueue) or err_enqueue)));
+    rf_store <= rf_go;
+    rf_enqueue <= rf_go and (not rf_queued);
+    rf_drop <= rf_v and (not rf_live);
+    rf_rec <= std_logic_vector'(
+        '1' &
+        '1' &
+        std_logic_vector'(x"00000000000000000000000000000000" & std_logic_vector'(rf_addr & rf_cut)) &
+        x"00000000000000000000000000000000000000000000"
+    );
+    qrfh_qp <= cq0_qpn;
+    qrfh_1h <= std_logic_vector'(
+        b2l(qrfh_qp = "1111111111") &
+        b2l(qrfh_qp = "1111111110") &
+        b2l(qrfh_qp = "1111111101") &
+        b2l(qrfh_qp = "1111111100") &
+        b2l(qrfh_qp = "1111111011") &
+        b2l(qrfh_qp = "1111111010") &
+        b2l(qrfh_qp = "1111111001") &
+        b2l(qrfh_qp = "1111111000") &
+        b2l(qrfh_qp = "1111110111") &
+        b2l(qrfh_qp = "1111110110") &
+        b2l(qrfh_qp = "1111110101") &
+        b2l(qrfh_qp = "1111110100") &
+        b2l(qrfh_qp = "1111110011") &
+        b2l(qrfh_qp = "1111110010") &
+        b2l(qrfh_qp = "1111110001") &
+        b2l(qrfh_qp = "1111110000") &
+        b2l(qrfh_qp = "1111101111") &
+        b2l(qrfh_qp = "1111101110") &
+        b2l(qrfh_qp = "1111101101") &
+        b2l(qrfh_qp = "1111101100") &
+        b2l(qrfh_qp = "1111101011") &
+        b2l(qrfh_qp = "1111101010") &
+        b2l(qrfh_qp = "1111101001") &
+        b2l(qrfh_qp = "1111101000") &
+        b2l(qrfh_qp = "1111100111") &
+        b2l(qrfh_qp = "1111100110") &
+        b2l(qrfh_qp = "1111100101") &
+        b2l(qrfh_qp = "1111100100") &
+        b2l(qrfh_qp = "1111100011") &
+        b2l(qrfh_qp = "1111100010") &
+        b2l(qrfh_qp = "1111100001") &
+        b2l(qrfh_qp = "1111100000") &
+        b2l(qrfh_qp = "1111011111") &
+        b2l(qrfh_qp = "1111011110") &
+        b2l(qrfh_qp = "1111011101") &
+        b2l(qrfh_qp = "1111011100") &
+        b2l(qrfh_qp = "1111011011") &
+        b2l(qrfh_qp = "1111011010") &
+        b2l(qrfh_qp = "1111011001") &
+        b2l(qrfh_qp = "1111011000") &
+        b2l(qrfh_qp = "1111010111") &
+        b2l(qrfh_qp = "1111010110") &
+        b2l(qrfh_qp = "1111010101") &
+        b2l(qrfh_qp = "1111010100") &
+        b2l(qrfh_qp = "1111010011") &
+        b2l(qrfh_qp = "1111010010") &
+        b2l(qrfh_qp = "1111010001") &
+        b2l(qrfh_qp = "1111010000") &
+        b2l(qrfh_qp = "1111001111") &
+        b2l(qrfh_qp = "1111001110") &
+        b2l(qrfh_qp = "1111001101") &
+        b2l(qrfh_qp = "1111001100") &
+        b2l(qrfh_qp = "1111001011") &
+        b2l(qrfh_qp = "1111001010") &
+        b2l(qrfh_qp = "1111001001") &
+        b2l(qrfh_qp = "1111001000") &
+        b2l(qrfh_qp = "1111000111") &
+        b2l(qrfh_qp = "1111000110") &
+        b2l(qrfh_qp = "1111000101") &
+        b2l(qrfh_qp = "1111000100") &
+        b2l(qrfh_qp = "1111000011") &
+        b2l(qrfh_qp = "1111000010") &
+        b2l(qrfh_qp = "1111000001") &
+        b2l(qrfh_qp = "1111000000") &
+        b2l(qrfh_qp = "1110111111") &
+        b2l(qrfh_qp = "1110111110") &
+        b2l(qrfh_qp = "1110111101") &
+        b2l(qrfh_qp = "1110111100") &
+        b2l(qrfh_qp = "1110111011") &
+        b2l(qrfh_qp = "1110111010") &
+        b2l(qrfh_qp = "1110111001") &
+        b2l(qrfh_qp = "1110111000") &
+        b2l(qrfh_qp = "1110110111") &
+        b2l(qrfh_qp = "1110110110") &
+        b2l(qrfh_qp = "1110110101") &
+        b2l(qrfh_qp = "1110110100") &
+        b2l(qrfh_qp = "1110110011") &
+        b2l(qrfh_qp = "1110110010") &
+        b2l(qrfh_qp = "1110110001") &
+        b2l(qrfh_qp = "1110110000") &
+        b2l(qrfh_qp = "1110101111") &
+        b2l(qrfh_qp = "1110101110") &
+        b2l(qrfh_qp = "1110101101") &
+        b2l(qrfh_qp = "1110101100") &
+        b2l(qrfh_qp = "1110101011") &
+        b2l(qrfh_qp = "1110101010") &
+        b2l(qrfh_qp = "1110101001") &
+        b2l(qrfh_qp = "1110101000") &
+        b2l(qrfh_qp = "1110100111") &
+        b2l(qrfh_qp = "1110100110") &
+        b2l(qrfh_qp = "1110100101") &
+        b2l(qrfh_qp = "1110100100") &
+        b2l(qrfh_qp = "1110100011") &
+        b2l(qrfh_qp = "1110100010") &
+        b2l(qrfh_qp = "1110100001") &
+        b2l(qrfh_qp = "1110100000") &
+        b2l(qrfh_qp = "1110011111") &
+        b2l(qrfh_qp = "1110011110") &
+        b2l(qrfh_qp = "1110011101") &
+        b2l(qrfh_qp = "1110011100") &
+        b2l(qrfh_qp = "1110011011") &
+        b2l(qrfh_qp = "1110011010") &
+        b2l(qrfh_qp = "1110011001") &
+        b2l(qrfh_qp = "1110011000") &
+        b2l(qrfh_qp = "1110010111") &
+        b2l(qrfh_qp = "1110010110") &
+        b2l(qrfh_qp = "1110010101") &
+        b2l(qrfh_qp = "1110010100") &
+        b2l(qrfh_qp = "1110010011") &
+        b2l(qrfh_qp = "1110010010") &
+        b2l(qrfh_qp = "1110010001") &
+        b2l(qrfh_qp = "1110010000") &
+        b2l(qrfh_qp = "1110001111") &
+        b2l(qrfh_qp = "1110001110") &
+        b2l(qrfh_qp = "1110001101") &
+        b2l(qrfh_qp = "1110001100") &
+        b2l(qrfh_qp = "1110001011") &
+        b2l(qrfh_qp = "1110001010") &
+        b2l(qrfh_qp = "1110001001") &
+        b2l(qrfh_qp = "1110001000") &
+        b2l(qrfh_qp = "1110000111") &
+        b2l(qrfh_qp = "1110000110") &
+        b2l(qrfh_qp = "1110000101") &
+        b2l(qrfh_qp = "1110000100") &
+        b2l(qrfh_qp = "1110000011") &
+        b2l(qrfh_qp = "1110000010") &
+        b2l(qrfh_qp = "1110000001") &
+        b2l(qrfh_qp = "1110000000") &
+        b2l(qrfh_qp = "1101111111") &
+        b2l(qrfh_qp = "1101111110") &
+        b2l(qrfh_qp = "1101111101") &
+        b2l(qrfh_qp = "1101111100") &
+        b2l(qrfh_qp = "1101111011") &
+        b2l(qrfh_qp = "1101111010") &
+        b2l(qrfh_qp = "1101111001") &
+        b2l(qrfh_qp = "1101111000") &
+        b2l(qrfh_qp = "1101110111") &
+        b2l(qrfh_qp = "1101110110") &
+        b2l(qrfh_qp = "1101110101") &
+        b2l(qrfh_qp = "1101110100") &
+        b2l(qrfh_qp = "1101110011") &
+        b2l(qrfh_qp = "1101110010") &
+        b2l(qrfh_qp = "1101110001") &
+        b2l(qrfh_qp = "1101110000") &
+        b2l(qrfh_qp = "1101101111") &
+        b2l(qrfh_qp = "1101101110") &
+        b2l(qrfh_qp = "1101101101") &
+        b2l(qrfh_qp = "1101101100") &
+        b2l(qrfh_qp = "1101101011") &
+        b2l(qrfh_qp = "1101101010") &
+        b2l(qrfh_qp = "1101101001") &
+        b2l(qrfh_qp = "1101101000") &
+        b2l(qrfh_qp = "1101100111") &
+        b2l(qrfh_qp = "1101100110") &
+        b2l(qrfh_qp = "1101100101") &
+        b2l(qrfh_qp = "1101100100") &
+        b2l(qrfh_qp = "1101100011") &
+        b2l(qrfh_qp = "1101100010") &
+        b2l(qrfh_qp = "1101100001") &
+        b2l(qrfh_qp = "1101100000") &
+        b2l(qrfh_qp = "1101011111") &
+        b2l(qrfh_qp = "1101011110") &
+        b2l(qrfh_qp = "1101011101") &
+        b2l(qrfh_qp = "1101011100") &
+        b2l(qrfh_qp = "1101011011") &
+        b2l(qrfh_qp = "1101011010") &
+        b2l(qrfh_qp = "1101011001") &
+        b2l(qrfh_qp = "1101011000") &
+        b2l(qrfh_qp = "1101010111") &
+        b2l(qrfh_qp = "1101010110") &
+        b2l(qrfh_qp = "1101010101") &
+        b2l(qrfh_qp = "1101010100") &
+        b2l(qrfh_qp = "1101010011") &
+        b2l(qrfh_qp = "1101010010") &
+        b2l(qrfh_qp = "1101010001") &
+        b2l(qrfh_qp = "1101010000") &
+        b2l(qrfh_qp = "1101001111") &
+        b2l(qrfh_qp = "1101001110") &
+        b2l(qrfh_qp = "1101001101") &
+        b2l(qrfh_qp = "1101001100") &
+        b2l(qrfh_qp = "1101001011") &
+        b2l(qrfh_qp = "1101001010") &
+        b2l(qrfh_qp = "1101001001") &
+        b2l(qrfh_qp = "1101001000") &
+        b2l(qrfh_qp = "1101000111") &
+        b2l(qrfh_qp = "1101000110") &
+        b2l(qrfh_qp = "1101000101") &
+        b2l(qrfh_qp = "1101000100") &
+        b2l(qrfh_qp = "1101000011") &
+        b2l(qrfh_qp = "1101000010") &
+        b2l(qrfh_qp = "1101000001") &
+        b2l(qrfh_qp = "1101000000") &
+        b2l(qrfh_qp = "1100111111") &
+        b2l(qrfh_qp = "1100111110") &
+        b2l(qrfh_qp = "1100111101") &
+        b2l(qrfh_qp = "1100111100") &
+        b2l(qrfh_qp = "1100111011") &
+        b2l(qrfh_qp = "1100111010") &
+        b2l(qrfh_qp = "1100111001") &
+        b2l(qrfh_qp = "1100111000") &
+        b2l(qrfh_qp = "1100110111") &
+        b2l(qrfh_qp = "1100110110") &
+        b2l(qrfh_qp = "1100110101") &
+        b2l(qrfh_qp = "1100110100") &
+        b2l(qrfh_qp = "1100110011") &
+        b2l(qrfh_qp = "1100110010") &
+        b2l(qrfh_qp = "1100110001") &
+        b2l(qrfh_qp = "1100110000") &
+        b2l(qrfh_qp = "1100101111") &
+        b2l(qrfh_qp = "1100101110") &
+        b2l(qrfh_qp = "1100101101") &
+        b2l(qrfh_qp = "1100101100") &
+        b2l(qrfh_qp = "1100101011") &
+        b2l(qrfh_qp = "1100101010") &
+        b2l(qrfh_qp = "1100101001") &
+        b2l(qrfh_qp = "1100101000") &
+        b2l(qrfh_qp = "1100100111") &
+        b2l(qrfh_qp = "1100100110") &
+        b2l(qrfh_qp = "1100100101") &
+        b2l(qrfh_qp = "1100100100") &
+        b2l(qrfh_qp = "1100100011") &
+        b2l(qrfh_qp = "1100100010") &
+        b2l(qrfh_qp = "1100100001") &
+        b2l(qrfh_qp = "1100100000") &
+        b2l(qrfh_qp = "1100011111") &
+        b2l(qrfh_qp = "1100011110") &
+        b2l(qrfh_qp = "1100011101") &
+        b2l(qrfh_qp = "1100011100") &
+        b2l(qrfh_qp = "1100011011") &
+        b2l(qrfh_qp = "1100011010") &
+        b2l(qrfh_qp = "1100011001") &
+        b2l(qrfh_qp = "1100011000") &
+        b2l(qrfh_qp = "1100010111") &
+        b2l(qrfh_qp = "1100010110") &
+        b2l(qrfh_qp = "1100010101") &
+        b2l(qrfh_qp = "1100010100") &
+        b2l(qrfh_qp = "1100010011") &
+        b2l(qrfh_qp = "1100010010") &
+        b2l(qrfh_qp = "1100010001") &
+        b2l(qrfh_qp = "1100010000") &
+        b2l(qrfh_qp = "1100001111") &
+        b2l(qrfh_qp = "1100001110") &
+        b2l(qrfh_qp = "1100001101") &
+        b2l(qrfh_qp = "1100001100") &
+        b2l(qrfh_qp = "1100001011") &
+        b2l(qrfh_qp = "1100001010") &
+        b2l(qrfh_qp = "1100001001") &
+        b2l(qrfh_qp = "1100001000") &
+        b2l(qrfh_qp = "1100000111") &
+        b2l(qrfh_qp = "1100000110") &
+        b2l(qrfh_qp = "1100000101") &
+        b2l(qrfh_qp = "1100000100") &
+        b2l(qrfh_qp = "1100000011") &
+        b2l(qrfh_qp = "1100000010") &
+        b2l(qrfh_qp = "1100000001") &
+        b2l(qrfh_qp = "1100000000") &
+        b2l(qrfh_qp = "1011111111") &
+        b2l(qrfh_qp = "1011111110") &
+        b2l(qrfh_qp = "1011111101") &
+        b2l(qrfh_qp = "1011111100") &
+        b2l(qrfh_qp = "1011111011") &
+        b2l(qrfh_qp = "1011111010") &
+        b2l(qrfh_qp = "1011111001") &
+        b2l(qrfh_qp = "1011111000") &
+        b2l(qrfh_qp = "1011110111") &
+        b2l(qrfh_qp = "1011110110") &
+        b2l(qrfh_qp = "1011110101") &
+        b2l(qrfh_qp = "1011110100") &
+        b2l(qrfh_qp = "1011110011") &
+        b2l(qrfh_qp = "1011110010") &
+        b2l(qrfh_qp = "1011110001") &
+        b2l(qrfh_qp = "1011110000") &
+        b2l(qrfh_qp = "1011101111") &
+        b2l(qrfh_qp = "1011101110") &
+        b2l(qrfh_qp = "1011101101") &
+        b2l(qrfh_qp = "1011101100") &
+        b2l(qrfh_qp = "1011101011") &
+        b2l(qrfh_qp = "1011101010") &
+        b2l(qrfh_qp = "1011101001") &
+        b2l(qrfh_qp = "1011101000") &
+        b2l(qrfh_qp = "1011100111") &
+        b2l(qrfh_qp = "1011100110") &
+        b2l(qrfh_qp = "1011100101") &
+        b2l(qrfh_qp = "1011100100") &
+        b2l(qrfh_qp = "1011100011") &
+        b2l(qrfh_qp = "1011100010") &
+        b2l(qrfh_qp = "1011100001") &
+        b2l(qrfh_qp = "1011100000") &
+        b2l(qrfh_qp = "1011011111") &
+        b2l(qrfh_qp = "1011011110") &
+        b2l(qrfh_qp = "1011011101") &
+        b2l(qrfh_qp = "1011011100") &
+        b2l(qrfh_qp = "1011011011") &
+        b2l(qrfh_qp = "1011011010") &
+        b2l(qrfh_qp = "1011011001") &
+        b2l(qrfh_qp = "1011011000") &
+        b2l(qrfh_qp = "1011010111") &
+        b2l(qrfh_qp = "1011010110") &
+        b2l(qrfh_qp = "1011010101") &
+        b2l(qrfh_qp = "1011010100") &
+        b2l(qrfh_qp = "1011010011") &
+        b2l(qrfh_qp = "1011010010") &
+        b2l(qrfh_qp = "1011010001") &
+        b2l(qrfh_qp = "1011010000") &
+        b2l(qrfh_qp = "1011001111") &
+        b2l(qrfh_qp = "1011001110") &
+        b2l(qrfh_qp = "1011001101") &
+        b2l(qrfh_qp = "1011001100") &
+        b2l(qrfh_qp = "1011001011") &
+        b2l(qrfh_qp = "1011001010") &
+        b2l(qrfh_qp = "1011001001") &
+        b2l(qrfh_qp = "1011001000") &
+        b2l(qrfh_qp = "1011000111") &
+        b2l(qrfh_qp = "1011000110") &
+        b2l(qrfh_qp = "1011000101") &
+        b2l(qrfh_qp = "1011000100") &
+        b2l(qrfh_qp = "1011000011") &
+        b2l(qrfh_qp = "1011000010") &
+        b2l(qrfh_qp = "1011000001") &
+        b2l(qrfh_qp = "1011000000") &
+        b2l(qrfh_qp = "1010111111") &
+        b2l(qrfh_qp = "1010111110") &
+        b2l(qrfh_qp = "1010111101") &
+        b2l(qrfh_qp = "1010111100") &
+        b2l(qrfh_qp = "1010111011") &
+        b2l(qrfh_qp = "1010111010") &
+        b2l(qrfh_qp = "1010111001") &
+        b2l(qrfh_qp = "1010111000") &
+        b2l(qrfh_qp = "1010110111") &
+        b2l(qrfh_qp = "1010110110") &
+        b2l(qrfh_qp = "1010110101") &
+        b2l(qrfh_qp = "1010110100") &
+        b2l(qrfh_qp = "1010110011") &
+        b2l(qrfh_qp = "1010110010") &
+        b2l(qrfh_qp = "1010110001") &
+        b2l(qrfh_qp = "1010110000") &
+        b2l(qrfh_qp = "1010101111") &
+        b2l(qrfh_qp = "1010101110") &
+        b2l(qrfh_qp = "1010101101") &
+        b2l(qrfh_qp = "1010101100") &
+        b2l(qrfh_qp = "1010101011") &
+        b2l(qrfh_qp = "1010101010") &
+        b2l(qrfh_qp = "1010101001") &
+        b2l(qrfh_qp = "1010101000") &
+        b2l(qrfh_qp = "1010100111") &
+        b2l(qrfh_qp = "1010100110") &
+        b2l(qrfh_qp = "1010100101") &
+        b2l(qrfh_qp = "1010100100") &
+        b2l(qrfh_qp = "1010100011") &
+        b2l(qrfh_qp = "1010100010") &
+        b2l(qrfh_qp = "1010100001") &
+        b2l(qrfh_qp = "1010100000") &
+        b2l(qrfh_qp = "1010011111") &
+        b2l(qrfh_qp = "1010011110") &
+        b2l(qrfh_qp = "1010011101") &
+        b2l(qrfh_qp = "1010011100") &
+        b2l(qrfh_qp = "1010011011") &
+        b2l(qrfh_qp = "1010011010") &
+        b2l(qrfh_qp = "1010011001") &
+        b2l(qrfh_qp = "1010011000") &
+        b2l(qrfh_qp = "1010010111") &
+        b2l(qrfh_qp = "1010010110") &
+        b2l(qrfh_qp = "1010010101") &
+        b2l(qrfh_qp = "1010010100") &
+        b2l(qrfh_qp = "1010010011") &
+        b2l(qrfh_qp = "1010010010") &
+        b2l(qrfh_qp = "1010010001") &
+        b2l(qrfh_qp = "1010010000") &
+        b2l(qrfh_qp = "1010001111") &
+        b2l(qrfh_qp = "1010001110") &
+        b2l(qrfh_qp = "1010001101") &
+        b2l(qrfh_qp = "1010001100") &
+        b2l(qrfh_qp = "1010001011") &
+        b2l(qrfh_qp = "1010001010") &
+        b2l(qrfh_qp = "1010001001") &
+        b2l(qrfh_qp = "1010001000") &
+        b2l(qrfh_qp = "1010000111") &
+        b2l(qrfh_qp = "1010000110") &
+        b2l(qrfh_qp = "1010000101") &
+        b2l(qrfh_qp = "1010000100") &
+        b2l(qrfh_qp = "1010000011") &
+        b2l(qrfh_qp = "1010000010") &
+        b2l(qrfh_qp = "1010000001") &
+        b2l(qrfh_qp = "1010000000") &
+        b2l(qrfh_qp = "1001111111") &
+        b2l(qrfh_qp = "1001111110") &
+        b2l(qrfh_qp = "1001111101") &
+        b2l(qrfh_qp = "1001111100") &
+        b2l(qrfh_qp = "1001111011") &
+        b2l(qrfh_qp = "1001111010") &
+        b2l(qrfh_qp = "1001111001") &
+        b2l(qrfh_qp = "1001111000") &
+        b2l(qrfh_qp = "1001110111") &
+        b2l(qrfh_qp = "1001110110") &
+        b2l(qrfh_qp = "1001110101") &
+        b2l(qrfh_qp = "1001110100") &
+        b2l(qrfh_qp = "1001110011") &
+        b2l(qrfh_qp = "1001110010") &
+        b2l(qrfh_qp = "1001110001") &
+        b2l(qrfh_qp = "1001110000") &
+        b2l(qrfh_qp = "1001101111") &
+        b2l(qrfh_qp = "1001101110") &
+        b2l(qrfh_qp = "1001101101") &
+        b2l(qrfh_qp = "1001101100") &
+        b2l(qrfh_qp = "1001101011") &
+        b2l(qrfh_qp = "1001101010") &
+        b2l(qrfh_qp = "1001101001") &
+        b2l(qrfh_qp = "1001101000") &
+        b2l(qrfh_qp = "1001100111") &
+        b2l(qrfh_qp = "1001100110") &
+        b2l(qrfh_qp = "1001100101") &
+        b2l(qrfh_qp = "1001100100") &
+        b2l(qrfh_qp = "1001100011") &
+        b2l(qrfh_qp = "1001100010") &
+        b2l(qrfh_qp = "1001100001") &
+        b2l(qrfh_qp = "1001100000") &
+        b2l(qrfh_qp = "1001011111") &
+        b2l(qrfh_qp = "1001011110") &
+        b2l(qrfh_qp = "1001011101") &
+        b2l(qrfh_qp = "1001011100") &
+        b2l(qrfh_qp = "1001011011") &
+        b2l(qrfh_qp = "1001011010") &
+        b2l(qrfh_qp = "1001011001") &
+        b2l(qrfh_qp = "1001011000") &
+        b2l(qrfh_qp = "1001010111") &
+        b2l(qrfh_qp = "1001010110") &
+        b2l(qrfh_qp = "1001010101") &
+        b2l(qrfh_qp = "1001010100") &
+        b2l(qrfh_qp = "1001010011") &
+        b2l(qrfh_qp = "1001010010") &
+        b2l(qrfh_qp = "1001010001") &
+        b2l(qrfh_qp = "1001010000") &
+        b2l(qrfh_qp = "1001001111") &
+        b2l(qrfh_qp = "1001001110") &
+        b2l(qrfh_qp = "1001001101") &
+        b2l(qrfh_qp = "1001001100") &
+        b2l(qrfh_qp = "1001001011") &
+        b2l(qrfh_qp = "1001001010") &
+        b2l(qrfh_qp = "1001001001") &
+        b2l(qrfh_qp = "1001001000") &
+        b2l(qrfh_qp = "1001000111") &
+        b2l(qrfh_qp = "1001000110") &
+        b2l(qrfh_qp = "1001000101") &
+        b2l(qrfh_qp = "1001000100") &
+        b2l(qrfh_qp = "1001000011") &
+        b2l(qrfh_qp = "1001000010") &
+        b2l(qrfh_qp = "1001000001") &
+        b2l(qrfh_qp = "1001000000") &
+        b2l(qrfh_qp = "1000111111") &
+        b2l(qrfh_qp = "1000111110") &
+        b2l(qrfh_qp = "1000111101") &
+        b2l(qrfh_qp = "1000111100") &
+        b2l(qrfh_qp = "1000111011") &
+        b2l(qrfh_qp = "1000111010") &
+        b2l(qrfh_qp = "1000111001") &
+        b2l(qrfh_qp = "1000111000") &
+        b2l(qrfh_qp = "1000110111") &
+        b2l(qrfh_qp = "1000110110") &
+        b2l(qrfh_qp = "1000110101") &
+        b2l(qrfh_qp = "1000110100") &
+        b2l(qrfh_qp = "1000110011") &
+        b2l(qrfh_qp = "1000110010") &
+        b2l(qrfh_qp = "1000110001") &
+        b2l(qrfh_qp = "1000110000") &
+        b2l(qrfh_qp = "1000101111") &
+        b2l(qrfh_qp = "1000101110") &
+        b2l(qrfh_qp = "1000101101") &
+        b2l(qrfh_qp = "1000101100") &
+        b2l(qrfh_qp = "1000101011") &
+        b2l(qrfh_qp = "1000101010") &
+        b2l(qrfh_qp = "1000101001") &
+        b2l(qrfh_qp = "1000101000") &
+        b2l(qrfh_qp = "1000100111") &
+        b2l(qrfh_qp = "1000100110") &
+        b2l(qrfh_qp = "1000100101") &
+        b2l(qrfh_qp = "1000100100") &
+        b2l(qrfh_qp = "1000100011") &
+        b2l(qrfh_qp = "1000100010") &
+        b2l(qrfh_qp = "1000100001") &
+        b2l(qrfh_qp = "1000100000") &
+        b2l(qrfh_qp = "1000011111") &
+        b2l(qrfh_qp = "1000011110") &
+        b2l(qrfh_qp = "1000011101") &
+        b2l(qrfh_qp = "1000011100") &
+        b2l(qrfh_qp = "1000011011") &
+        b2l(qrfh_qp = "1000011010") &
+        b2l(qrfh_qp = "1000011001") &
+        b2l(qrfh_qp = "1000011000") &
+        b2l(qrfh_qp = "1000010111") &
+        b2l(qrfh_qp = "1000010110") &
+        b2l(qrfh_qp = "1000010101") &
+        b2l(qrfh_qp = "1000010100") &
+        b2l(qrfh_qp = "1000010011") &
+        b2l(qrfh_qp = "1000010010") &
+        b2l(qrfh_qp = "1000010001") &
+        b2l(qrfh_qp = "1000010000") &
+        b2l(qrfh_qp = "1000001111") &
+        b2l(qrfh_qp = "1000001110") &
+        b2l(qrfh_qp = "1000001101") &
+        b2l(qrfh_qp = "1000001100") &
+        b2l(qrfh_qp = "1000001011") &
+        b2l(qrfh_qp = "1000001010") &
+        b2l(qrfh_qp = "1000001001") &
+        b2l(qrfh_qp = "1000001000") &
+        b2l(qrfh_qp = "1000000111") &
+        b2l(qrfh_qp = "1000000110") &
+        b2l(qrfh_qp = "1000000101") &
+        b2l(qrfh_qp = "1000000100") &
+        b2l(qrfh_qp = "1000000011") &
+        b2l(qrfh_qp = "1000000010") &
+        b2l(qrfh_qp = "1000000001") &
+        b2l(qrfh_qp = "1000000000") &
+        b2l(qrfh_qp = "0111111111") &
+        b2l(qrfh_qp = "0111111110") &
+        b2l(qrfh_qp = "0111111101") &
+        b2l(qrfh_qp = "0111111100") &
+        b2l(qrfh_qp = "0111111011") &
+        b2l(qrfh_qp = "0111111010") &
+        b2l(qrfh_qp = "0111111001") &
+        b2l(qrfh_qp = "0111111000") &
+        b2l(qrfh_qp = "0111110111") &
+        b2l(qrfh_qp = "0111110110") &
+        b2l(qrfh_qp = "0111110101") &
+        b2l(qrfh_qp = "0111110100") &
+        b2l(qrfh_qp = "0111110011") &
+        b2l(qrfh_qp = "0111110010") &
+        b2l(qrfh_qp = "0111110001") &
+        b2l(qrfh_qp = "0111110000") &
+        b2l(qrfh_qp = "0111101111") &
+        b2l(qrfh_qp = "0111101110") &
+        b2l(qrfh_qp = "0111101101") &
+        b2l(qrfh_qp = "0111101100") &
+        b2l(qrfh_qp = "0111101011") &
+        b2l(qrfh_qp = "0111101010") &
+        b2l(qrfh_qp = "0111101001") &
+        b2l(qrfh_qp = "0111101000") &
+        b2l(qrfh_qp = "0111100111") &
+        b2l(qrfh_qp = "0111100110") &
+        b2l(qrfh_qp = "0111100101") &
+        b2l(qrfh_qp = "0111100100") &
+        b2l(qrfh_qp = "0111100011") &
+        b2l(qrfh_qp = "0111100010") &
+        b2l(qrfh_qp = "0111100001") &
+        b2l(qrfh_qp = "0111100000") &
+        b2l(qrfh_qp = "0111011111") &
+        b2l(qrfh_qp = "0111011110") &
+        b2l(qrfh_qp = "0111011101") &
+        b2l(qrfh_qp = "0111011100") &
+        b2l(qrfh_qp = "0111011011") &
+        b2l(qrfh_qp = "0111011010") &
+        b2l(qrfh_qp = "0111011001") &
+        b2l(qrfh_qp = "0111011000") &
+        b2l(qrfh_qp = "0111010111") &
+        b2l(qrfh_qp = "0111010110") &
+        b2l(qrfh_qp = "0111010101") &
+        b2l(qrfh_qp = "0111010100") &
+        b2l(qrfh_qp = "0111010011") &
+        b2l(qrfh_qp = "0111010010") &
+        b2l(qrfh_qp = "0111010001") &
+        b2l(qrfh_qp = "0111010000") &
+        b2l(qrfh_qp = "0111001111") &
+        b2l(qrfh_qp = "0111001110") &
+        b2l(qrfh_qp = "0111001101") &
+        b2l(qrfh_qp = "0111001100") &
+        b2l(qrfh_qp = "0111001011") &
+        b2l(qrfh_qp = "0111001010") &
+        b2l(qrfh_qp = "0111001001") &
+        b2l(qrfh_qp = "0111001000") &
+        b2l(qrfh_qp = "0111000111") &
+        b2l(qrfh_qp = "0111000110") &
+        b2l(qrfh_qp = "0111000101") &
+        b2l(qrfh_qp = "0111000100") &
+        b2l(qrfh_qp = "0111000011") &
+        b2l(qrfh_qp = "0111000010") &
+        b2l(qrfh_qp = "0111000001") &
+        b2l(qrfh_qp = "0111000000") &
+        b2l(qrfh_qp = "0110111111") &
+        b2l(qrfh_qp = "0110111110") &
+        b2l(qrfh_qp = "0110111101") &
+        b2l(qrfh_qp = "0110111100") &
+        b2l(qrfh_qp = "0110111011") &
+        b2l(qrfh_qp = "0110111010") &
+        b2l(qrfh_qp = "0110111001") &
+        b2l(qrfh_qp = "0110111000") &
+        b2l(qrfh_qp = "0110110111") &
+        b2l(qrfh_qp = "0110110110") &
+        b2l(qrfh_qp = "0110110101") &
+        b2l(qrfh_qp = "0110110100") &
+        b2l(qrfh_qp = "0110110011") &
+        b2l(qrfh_qp = "0110110010") &
+        b2l(qrfh_qp = "0110110001") &
+        b2l(qrfh_qp = "0110110000") &
+        b2l(qrfh_qp = "0110101111") &
+        b2l(qrfh_qp = "0110101110") &
+        b2l(qrfh_qp = "0110101101") &
+        b2l(qrfh_qp = "0110101100") &
+        b2l(qrfh_qp = "0110101011") &
+        b2l(qrfh_qp = "0110101010") &
+        b2l(qrfh_qp = "0110101001") &
+        b2l(qrfh_qp = "0110101000") &
+        b2l(qrfh_qp = "0110100111") &
+        b2l(qrfh_qp = "0110100110") &
+        b2l(qrfh_qp = "0110100101") &
+        b2l(qrfh_qp = "0110100100") &
+        b2l(qrfh_qp = "0110100011") &
+        b2l(qrfh_qp = "0110100010") &
+        b2l(qrfh_qp = "0110100001") &
+        b2l(qrfh_qp = "0110100000") &
+        b2l(qrfh_qp = "0110011111") &
+        b2l(qrfh_qp = "0110011110") &
+        b2l(qrfh_qp = "0110011101") &
+        b2l(qrfh_qp = "0110011100") &
+        b2l(qrfh_qp = "0110011011") &
+        b2l(qrfh_qp = "0110011010") &
+        b2l(qrfh_qp = "0110011001") &
+        b2l(qrfh_qp = "0110011000") &
+        b2l(qrfh_qp = "0110010111") &
+        b2l(qrfh_qp = "0110010110") &
+        b2l(qrfh_qp = "0110010101") &
+        b2l(qrfh_qp = "0110010100") &
+        b2l(qrfh_qp = "0110010011") &
+        b2l(qrfh_qp = "0110010010") &
+        b2l(qrfh_qp = "0110010001") &
+        b2l(qrfh_qp = "0110010000") &
+        b2l(qrfh_qp = "0110001111") &
+        b2l(qrfh_qp = "0110001110") &
+        b2l(qrfh_qp = "0110001101") &
+        b2l(qrfh_qp = "0110001100") &
+        b2l(qrfh_qp = "0110001011") &
+        b2l(qrfh_qp = "0110001010") &
+        b2l(qrfh_qp = "0110001001") &
+        b2l(qrfh_qp = "0110001000") &
+        b2l(qrfh_qp = "0110000111") &
+        b2l(qrfh_qp = "0110000110") &
+        b2l(qrfh_qp = "0110000101") &
+        b2l(qrfh_qp = "0110000100") &
+        b2l(qrfh_qp = "0110000011") &
+        b2l(qrfh_qp = "0110000010") &
+        b2l(qrfh_qp = "0110000001") &
+        b2l(qrfh_qp = "0110000000") &
+        b2l(qrfh_qp = "0101111111") &
+        b2l(qrfh_qp = "0101111110") &
+        b2l(qrfh_qp = "0101111101") &
+        b2l(qrfh_qp = "0101111100") &
+        b2l(qrfh_qp = "0101111011") &
+        b2l(qrfh_qp = "0101111010") &
+        b2l(qrfh_qp = "0101111001") &
+        b2l(qrfh_qp = "0101111000") &
+        b2l(qrfh_qp = "0101110111") &
+        b2l(qrfh_qp = "0101110110") &
+        b2l(qrfh_qp = "0101110101") &
+        b2l(qrfh_qp = "0101110100") &
+        b2l(qrfh_qp = "0101110011") &
+        b2l(qrfh_qp = "0101110010") &
+        b2l(qrfh_qp = "0101110001") &
+        b2l(qrfh_qp = "0101110000") &
+        b2l(qrfh_qp = "0101101111") &
+        b2l(qrfh_qp = "0101101110") &
+        b2l(qrfh_qp = "0101101101") &
+        b2l(qrfh_qp = "0101101100") &
+        b2l(qrfh_qp = "0101101011") &
+        b2l(qrfh_qp = "0101101010") &
+        b2l(qrfh_qp = "0101101001") &
+        b2l(qrfh_qp = "0101101000") &
+        b2l(qrfh_qp = "0101100111") &
+        b2l(qrfh_qp = "0101100110") &
+        b2l(qrfh_qp = "0101100101") &
+        b2l(qrfh_qp = "0101100100") &
+        b2l(qrfh_qp = "0101100011") &
+        b2l(qrfh_qp = "0101100010") &
+        b2l(qrfh_qp = "0101100001") &
+        b2l(qrfh_qp = "0101100000") &
+        b2l(qrfh_qp = "0101011111") &
+        b2l(qrfh_qp = "0101011110") &
+        b2l(qrfh_qp = "0101011101") &
+        b2l(qrfh_qp = "0101011100") &
+        b2l(qrfh_qp = "0101011011") &
+        b2l(qrfh_qp = "0101011010") &
+        b2l(qrfh_qp = "0101011001") &
+        b2l(qrfh_qp = "0101011000") &
+        b2l(qrfh_qp = "0101010111") &
+        b2l(qrfh_qp = "0101010110") &
+        b2l(qrfh_qp = "0101010101") &
+        b2l(qrfh_qp = "0101010100") &
+        b2l(qrfh_qp = "0101010011") &
+        b2l(qrfh_qp = "0101010010") &
+        b2l(qrfh_qp = "0101010001") &
+        b2l(qrfh_qp = "0101010000") &
+        b2l(qrfh_qp = "0101001111") &
+        b2l(qrfh_qp = "0101001110") &
+        b2l(qrfh_qp = "0101001101") &
+        b2l(qrfh_qp = "0101001100") &
+        b2l(qrfh_qp = "0101001011") &
+        b2l(qrfh_qp = "0101001010") &
+        b2l(qrfh_qp = "0101001001") &
+        b2l(qrfh_qp = "0101001000") &
+        b2l(qrfh_qp = "0101000111") &
+        b2l(qrfh_qp = "0101000110") &
+        b2l(qrfh_qp = "0101000101") &
+        b2l(qrfh_qp = "0101000100") &
+        b2l(qrfh_qp = "0101000011") &
+        b2l(qrfh_qp = "0101000010") &
+        b2l(qrfh_qp = "0101000001") &
+        b2l(qrfh_qp = "0101000000") &
+        b2l(qrfh_qp = "0100111111") &
+        b2l(qrfh_qp = "0100111110") &
+        b2l(qrfh_qp = "0100111101") &
+        b2l(qrfh_qp = "0100111100") &
+        b2l(qrfh_qp = "0100111011") &
+        b2l(qrfh_qp = "0100111010") &
+        b2l(qrfh_qp = "0100111001") &
+        b2l(qrfh_qp = "0100111000") &
+        b2l(qrfh_qp = "0100110111") &
+        b2l(qrfh_qp = "0100110110") &
+        b2l(qrfh_qp = "0100110101") &
+        b2l(qrfh_qp = "0100110100") &
+        b2l(qrfh_qp = "0100110011") &
+        b2l(qrfh_qp = "0100110010") &
+        b2l(qrfh_qp = "0100110001") &
+        b2l(qrfh_qp = "0100110000") &
+        b2l(qrfh_qp = "0100101111") &
+        b2l(qrfh_qp = "0100101110") &
+        b2l(qrfh_qp = "0100101101") &
+        b2l(qrfh_qp = "0100101100") &
+        b2l(qrfh_qp = "0100101011") &
+        b2l(qrfh_qp = "0100101010") &
+        b2l(qrfh_qp = "0100101001") &
+        b2l(qrfh_qp = "0100101000") &
+        b2l(qrfh_qp = "0100100111") &
+        b2l(qrfh_qp = "0100100110") &
+        b2l(qrfh_qp = "0100100101") &
+        b2l(qrfh_qp = "0100100100") &
+        b2l(qrfh_qp = "0100100011") &
+        b2l(qrfh_qp = "0100100010") &
+        b2l(qrfh_qp = "0100100001") &
+        b2l(qrfh_qp = "0100100000") &
+        b2l(qrfh_qp = "0100011111") &
+        b2l(qrfh_qp = "0100011110") &
+        b2l(qrfh_qp = "0100011101") &
+        b2l(qrfh_qp = "0100011100") &
+        b2l(qrfh_qp = "0100011011") &
+        b2l(qrfh_qp = "0100011010") &
+        b2l(qrfh_qp = "0100011001") &
+        b2l(qrfh_qp = "0100011000") &
+        b2l(qrfh_qp = "0100010111") &
+        b2l(qrfh_qp = "0100010110") &
+        b2l(qrfh_qp = "0100010101") &
+        b2l(qrfh_qp = "0100010100") &
+        b2l(qrfh_qp = "0100010011") &
+        b2l(qrfh_qp = "0100010010") &
+        b2l(qrfh_qp = "0100010001") &
+        b2l(qrfh_qp = "0100010000") &
+        b2l(qrfh_qp = "0100001111") &
+        b2l(qrfh_qp = "0100001110") &
+        b2l(qrfh_qp = "0100001101") &
+        b2l(qrfh_qp = "0100001100") &
+        b2l(qrfh_qp = "0100001011") &
+        b2l(qrfh_qp = "0100001010") &
+        b2l(qrfh_qp = "0100001001") &
+        b2l(qrfh_qp = "0100001000") &
+        b2l(qrfh_qp = "0100000111") &
+        b2l(qrfh_qp = "0100000110") &
+        b2l(qrfh_qp = "0100000101") &
+        b2l(qrfh_qp = "0100000100") &
+        b2l(qrfh_qp = "0100000011") &
+        b2l(qrfh_qp = "0100000010") &
+        b2l(qrfh_qp = "0100000001") &
+        b2l(qrfh_qp = "0100000000") &
+        b2l(qrfh_qp = "0011111111") &
+        b2l(qrfh_qp = "0011111110") &
+        b2l(qrfh_qp = "0011111101") &
+        b2l(qrfh_qp = "0011111100") &
+        b2l(qrfh_qp = "0011111011") &
+        b2l(qrfh_qp = "0011111010") &
+        b2l(qrfh_qp = "0011111001") &
+        b2l(qrfh_qp = "0011111000") &
+        b2l(qrfh_qp = "0011110111") &
+        b2l(qrfh_qp = "0011110110") &
+        b2l(qrfh_qp = "0011110101") &
+        b2l(qrfh_qp = "0011110100") &
+        b2l(qrfh_qp = "0011110011") &
+        b2l(qrfh_qp = "0011110010") &
+        b2l(qrfh_qp = "0011110001") &
+        b2l(qrfh_qp = "0011110000") &
+        b2l(qrfh_qp = "0011101111") &
+        b2l(qrfh_qp = "0011101110") &
+        b2l(qrfh_qp = "0011101101") &
+        b2l(qrfh_qp = "0011101100") &
+        b2l(qrfh_qp = "0011101011") &
+        b2l(qrfh_qp = "0011101010") &
+        b2l(qrfh_qp = "0011101001") &
+        b2l(qrfh_qp = "0011101000") &
+        b2l(qrfh_qp = "0011100111") &
+        b2l(qrfh_qp = "0011100110") &
+        b2l(qrfh_qp = "0011100101") &
+        b2l(qrfh_qp = "0011100100") &
+        b2l(qrfh_qp = "0011100011") &
+        b2l(qrfh_qp = "0011100010") &
+        b2l(qrfh_qp = "0011100001") &
+        b2l(qrfh_qp = "0011100000") &
+        b2l(qrfh_qp = "0011011111") &
+        b2l(qrfh_qp = "0011011110") &
+        b2l(qrfh_qp = "0011011101") &
+        b2l(qrfh_qp = "0011011100") &
+        b2l(qrfh_qp = "0011011011") &
+        b2l(qrfh_qp = "0011011010") &
+        b2l(qrfh_qp = "0011011001") &
+        b2l(qrfh_qp = "0011011000") &
+        b2l(qrfh_qp = "0011010111") &
+        b2l(qrfh_qp = "0011010110") &
+        b2l(qrfh_qp = "0011010101") &
+        b2l(qrfh_qp = "0011010100") &
+        b2l(qrfh_qp = "0011010011") &
+        b2l(qrfh_qp = "0011010010") &
+        b2l(qrfh_qp = "0011010001") &
+        b2l(qrfh_qp = "0011010000") &
+        b2l(qrfh_qp = "0011001111") &
+        b2l(qrfh_qp = "0011001110") &
+        b2l(qrfh_qp = "0011001101") &
+        b2l(qrfh_qp = "0011001100") &
+        b2l(qrfh_qp = "0011001011") &
+        b2l(qrfh_qp = "0011001010") &
+        b2l(qrfh_qp = "0011001001") &
+        b2l(qrfh_qp = "0011001000") &
+        b2l(qrfh_qp = "0011000111") &
+        b2l(qrfh_qp = "0011000110") &
+        b2l(qrfh_qp = "0011000101") &
+        b2l(qrfh_qp = "0011000100") &
+        b2l(qrfh_qp = "0011000011") &
+        b2l(qrfh_qp = "0011000010") &
+        b2l(qrfh_qp = "0011000001") &
+        b2l(qrfh_qp = "0011000000") &
+        b2l(qrfh_qp = "0010111111") &
+        b2l(qrfh_qp = "0010111110") &
+        b2l(qrfh_qp = "0010111101") &
+        b2l(qrfh_qp = "0010111100") &
+        b2l(qrfh_qp = "0010111011") &
+        b2l(qrfh_qp = "0010111010") &
+        b2l(qrfh_qp = "0010111001") &
+        b2l(qrfh_qp = "0010111000") &
+        b2l(qrfh_qp = "0010110111") &
+        b2l(qrfh_qp = "0010110110") &
+        b2l(qrfh_qp = "0010110101") &
+        b2l(qrfh_qp = "0010110100") &
+        b2l(qrfh_qp = "0010110011") &
+        b2l(qrfh_qp = "0010110010") &
+        b2l(qrfh_qp = "0010110001") &
+        b2l(qrfh_qp = "0010110000") &
+        b2l(qrfh_qp = "0010101111") &
+        b2l(qrfh_qp = "0010101110") &
+        b2l(qrfh_qp = "0010101101") &
+        b2l(qrfh_qp = "0010101100") &
+        b2l(qrfh_qp = "0010101011") &
+        b2l(qrfh_qp = "0010101010") &
+        b2l(qrfh_qp = "0010101001") &
+        b2l(qrfh_qp = "0010101000") &
+        b2l(qrfh_qp = "0010100111") &
+        b2l(qrfh_qp = "0010100110") &
+        b2l(qrfh_qp = "0010100101") &
+        b2l(qrfh_qp = "0010100100") &
+        b2l(qrfh_qp = "0010100011") &
+        b2l(qrfh_qp = "0010100010") &
+        b2l(qrfh_qp = "0010100001") &
+        b2l(qrfh_qp = "0010100000") &
+        b2l(qrfh_qp = "0010011111") &
+        b2l(qrfh_qp = "0010011110") &
+        b2l(qrfh_qp = "0010011101") &
+        b2l(qrfh_qp = "0010011100") &
+        b2l(qrfh_qp = "0010011011") &
+        b2l(qrfh_qp = "0010011010") &
+        b2l(qrfh_qp = "0010011001") &
+        b2l(qrfh_qp = "0010011000") &
+        b2l(qrfh_qp = "0010010111") &
+        b2l(qrfh_qp = "0010010110") &
+        b2l(qrfh_qp = "0010010101") &
+        b2l(qrfh_qp = "0010010100") &
+        b2l(qrfh_qp = "0010010011") &
+        b2l(qrfh_qp = "0010010010") &
+        b2l(qrfh_qp = "0010010001") &
+        b2l(qrfh_qp = "0010010000") &
+        b2l(qrfh_qp = "0010001111") &
+        b2l(qrfh_qp = "0010001110") &
+        b2l(qrfh_qp = "0010001101") &
+        b2l(qrfh_qp = "0010001100") &
+        b2l(qrfh_qp = "0010001011") &
+        b2l(qrfh_qp = "0010001010") &
+        b2l(qrfh_qp = "0010001001") &
+        b2l(qrfh_qp = "0010001000") &
+        b2l(qrfh_qp = "0010000111") &
+        b2l(qrfh_qp = "0010000110") &
+        b2l(qrfh_qp = "0010000101") &
+        b2l(qrfh_qp = "0010000100") &
+        b2l(qrfh_qp = "0010000011") &
+        b2l(qrfh_qp = "0010000010") &
+        b2l(qrfh_qp = "0010000001") &
+        b2l(qrfh_qp = "0010000000") &
+        b2l(qrfh_qp = "0001111111") &
+        b2l(qrfh_qp = "0001111110") &
+        b2l(qrfh_qp = "0001111101") &
+        b2l(qrfh_qp = "0001111100") &
+        b2l(qrfh_qp = "0001111011") &
+        b2l(qrfh_qp = "0001111010") &
+        b2l(qrfh_qp = "0001111001") &
+        b2l(qrfh_qp = "0001111000") &
+        b2l(qrfh_qp = "0001110111") &
+        b2l(qrfh_qp = "0001110110") &
+        b2l(qrfh_qp = "0001110101") &
+        b2l(qrfh_qp = "0001110100") &
+        b2l(qrfh_qp = "0001110011") &
+        b2l(qrfh_qp = "0001110010") &
+        b2l(qrfh_qp = "0001110001") &
+        b2l(qrfh_qp = "0001110000") &
+        b2l(qrfh_qp = "0001101111") &
+        b2l(qrfh_qp = "0001101110") &
+        b2l(qrfh_qp = "0001101101") &
+        b2l(qrfh_qp = "0001101100") &
+        b2l(qrfh_qp = "0001101011") &
+        b2l(qrfh_qp = "0001101010") &
+        b2l(qrfh_qp = "0001101001") &
+        b2l(qrfh_qp = "0001101000") &
+        b2l(qrfh_qp = "0001100111") &
+        b2l(qrfh_qp = "0001100110") &
+        b2l(qrfh_qp = "0001100101") &
+        b2l(qrfh_qp = "0001100100") &
+        b2l(qrfh_qp = "0001100011") &
+        b2l(qrfh_qp = "0001100010") &
+        b2l(qrfh_qp = "0001100001") &
+        b2l(qrfh_qp = "0001100000") &
+        b2l(qrfh_qp = "0001011111") &
+        b2l(qrfh_qp = "0001011110") &
+        b2l(qrfh_qp = "0001011101") &
+        b2l(qrfh_qp = "0001011100") &
+        b2l(qrfh_qp = "0001011011") &
+        b2l(qrfh_qp = "0001011010") &
+        b2l(qrfh_qp = "0001011001") &
+        b2l(qrfh_qp = "0001011000") &
+        b2l(qrfh_qp = "0001010111") &
+        b2l(qrfh_qp = "0001010110") &
+        b2l(qrfh_qp = "0001010101") &
+        b2l(qrfh_qp = "0001010100") &
+        b2l(qrfh_qp = "0001010011") &
+        b2l(qrfh_qp = "0001010010") &
+        b2l(qrfh_qp = "0001010001") &
+        b2l(qrfh_qp = "0001010000") &
+        b2l(qrfh_qp = "0001001111") &
+        b2l(qrfh_qp = "0001001110") &
+        b2l(qrfh_qp = "0001001101") &
+        b2l(qrfh_qp = "0001001100") &
+        b2l(qrfh_qp = "0001001011") &
+        b2l(qrfh_qp = "0001001010") &
+        b2l(qrfh_qp = "0001001001") &
+        b2l(qrfh_qp = "0001001000") &
+        b2l(qrfh_qp = "0001000111") &
+        b2l(qrfh_qp = "0001000110") &
+        b2l(qrfh_qp = "0001000101") &
+        b2l(qrfh_qp = "0001000100") &
+        b2l(qrfh_qp = "0001000011") &
+        b2l(qrfh_qp = "0001000010") &
+        b2l(qrfh_qp = "0001000001") &
+        b2l(qrfh_qp = "0001000000") &
+        b2l(qrfh_qp = "0000111111") &
+        b2l(qrfh_qp = "0000111110") &
+        b2l(qrfh_qp = "0000111101") &
+        b2l(qrfh_qp = "0000111100") &
+        b2l(qrfh_qp = "0000111011") &
+        b2l(qrfh_qp = "0000111010") &
+        b2l(qrfh_qp = "0000111001") &
+        b2l(qrfh_qp = "0000111000") &
+        b2l(qrfh_qp = "0000110111") &
+        b2l(qrfh_qp = "0000110110") &
+        b2l(qrfh_qp = "0000110101") &
+        b2l(qrfh_qp = "0000110100") &
+        b2l(qrfh_qp = "0000110011") &
+        b2l(qrfh_qp = "0000110010") &
+        b2l(qrfh_qp = "0000110001") &
+        b2l(qrfh_qp = "0000110000") &
+        b2l(qrfh_qp = "0000101111") &
+        b2l(qrfh_qp = "0000101110") &
+        b2l(qrfh_qp = "0000101101") &
+        b2l(qrfh_qp = "0000101100") &
+        b2l(qrfh_qp = "0000101011") &
+        b2l(qrfh_qp = "0000101010") &
+        b2l(qrfh_qp = "0000101001") &
+        b2l(qrfh_qp = "0000101000") &
+        b2l(qrfh_qp = "0000100111") &
+        b2l(qrfh_qp = "0000100110") &
+        b2l(qrfh_qp = "0000100101") &
+        b2l(qrfh_qp = "0000100100") &
+        b2l(qrfh_qp = "0000100011") &
+        b2l(qrfh_qp = "0000100010") &
+        b2l(qrfh_qp = "0000100001") &
+        b2l(qrfh_qp = "0000100000") &
+        b2l(qrfh_qp = "0000011111") &
+        b2l(qrfh_qp = "0000011110") &
+        b2l(qrfh_qp = "0000011101") &
+        b2l(qrfh_qp = "0000011100") &
+        b2l(qrfh_qp = "0000011011") &
+        b2l(qrfh_qp = "0000011010") &
+        b2l(qrfh_qp = "0000011001") &
+        b2l(qrfh_qp = "0000011000") &
+        b2l(qrfh_qp = "0000010111") &
+        b2l(qrfh_qp = "0000010110") &
+        b2l(qrfh_qp = "0000010101") &
+        b2l(qrfh_qp = "0000010100") &
+        b2l(qrfh_qp = "0000010011") &
+        b2l(qrfh_qp = "0000010010") &
+        b2l(qrfh_qp = "0000010001") &
+        b2l(qrfh_qp = "0000010000") &
+        b2l(qrfh_qp = "0000001111") &
+        b2l(qrfh_qp = "0000001110") &
+        b2l(qrfh_qp = "0000001101") &
+        b2l(qrfh_qp = "0000001100") &
+        b2l(qrfh_qp = "0000001011") &
+        b2l(qrfh_qp = "0000001010") &
+        b2l(qrfh_qp = "0000001001") &
+        b2l(qrfh_qp = "0000001000") &
+        b2l(qrfh_qp = "0000000111") &
+        b2l(qrfh_qp = "0000000110") &
+        b2l(qrfh_qp = "0000000101") &
+        b2l(qrfh_qp = "0000000100") &
+        b2l(qrfh_qp = "0000000011") &
+        b2l(qrfh_qp = "0000000010") &
+        b2l(qrfh_qp = "0000000001") &
+        b2l(qrfh_qp = "0000000000")
+    );
+    rf_head_dead <= (or (rf_dead and qrfh_1h)) and (not cq0_term);
+    cpl_load <= (((cpl_free and rreq_done_free) and (or cq_count)) and (not rf_busy)) and mux(cq0_noring, not (cq0_cut and (or ab_wait)), or cpl_written);
     m_rreq_done_valid <= rreq_done_v;
     m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
     cq_pop <= std_logic_vector'("000" & cpl_load);
     m_cpl_valid <= cpl_v;
     m_cpl_cqe <= cpl_cqe_q;
+    m_cpl_keep_txs <= cpl_keep_txs_q;
     m_cpl_cq <= cpl_cq_q;
     m_cpl_qpn <= cpl_qpn_q;
     m_cpl_wr_id <= cpl_wr_id_q;
@@ -10392,7 +13583,6 @@ begin
         rw_len2_p(2 downto 0) &
         rw_window(127 downto 120) &
         rev_rr32(255 downto 224) &
-        wr_done_tag(7 downto 2) &
         ab_diff(30 downto 0) &
         bind_w2(39 downto 36) &
         bind_w2(63 downto 41)
@@ -10479,7 +13669,7 @@ begin
             if rst = '1' then
                 term_ev_qpn <= "0000000000";
             elsif term_ev_load = '1' then
-                term_ev_qpn <= mux((prot_term or wf_ev) or gf_ev, cur_qp, s_term_qpn);
+                term_ev_qpn <= mux((((prot_term or wf_ev) or gf_ev) or rf_ev) or rf_err_ev, cur_qp, s_term_qpn);
             end if;
         end if;
     end process;
@@ -10490,7 +13680,7 @@ begin
             if rst = '1' then
                 term_ev_cause <= x"0000";
             elsif term_ev_load = '1' then
-                term_ev_cause <= mux(((wf_ev or wf_qp_error) or term_fault_go) or gf_ev, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
+                term_ev_cause <= mux(((((wf_ev or wf_qp_error) or term_fault_go) or gf_ev) or rf_ev) or rf_err_ev, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
             end if;
         end if;
     end process;
@@ -10501,7 +13691,7 @@ begin
             if rst = '1' then
                 term_ev_info <= x"00000000";
             elsif term_ev_load = '1' then
-                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(gf_ev, gf_addr(31 downto 0), mux(term_fault_go, s_term_fault_addr(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000")))));
+                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(gf_ev, gf_addr(31 downto 0), mux(rf_ev, rf_ev_addr(31 downto 0), mux(term_fault_go, s_term_fault_addr(31 downto 0), mux(wf_qp_error or rf_err_ev, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000"))))));
             end if;
         end if;
     end process;
@@ -10512,7 +13702,7 @@ begin
             if rst = '1' then
                 term_ev_type <= x"06";
             elsif term_ev_load = '1' then
-                term_ev_type <= mux((wf_ev or term_fault_go) or gf_ev, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
+                term_ev_type <= mux(((wf_ev or term_fault_go) or gf_ev) or rf_ev, x"0a", mux(term_new and s_term_recv, x"07", mux((term_local or wf_qp_error) or rf_err_ev, x"08", x"06")));
             end if;
         end if;
     end process;
@@ -10556,7 +13746,7 @@ begin
             if rst = '1' then
                 term_pend <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                term_pend <= (((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new))) or (qcur_1h and std_logic_vector'(1023 downto 0 => prot_term));
+                term_pend <= ((((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new))) or (qcur_1h and std_logic_vector'(1023 downto 0 => prot_term))) or (qrf_1h and std_logic_vector'(1023 downto 0 => rf_store));
             end if;
         end if;
     end process;
@@ -12530,6 +15720,20 @@ begin
         end if;
     end process;
 
+    qa0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa0_qp <= mux(qa0_push, cur_qp, mux(b2l(qa_pop = "001"), qa1_qp, mux(b2l(qa_pop = "010"), qa2_qp, mux(b2l(qa_pop = "011"), qa3_qp, qa0_qp))));
+        end if;
+    end process;
+
+    qa0_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa0_off <= mux(qa0_push, f_off, mux(b2l(qa_pop = "001"), qa1_off, mux(b2l(qa_pop = "010"), qa2_off, mux(b2l(qa_pop = "011"), qa3_off, qa0_off))));
+        end if;
+    end process;
+
     qa1_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12576,6 +15780,20 @@ begin
     begin
         if rising_edge(clk) then
             qa1_drop <= mux(qa1_push, ab_drop, mux(b2l(qa_pop = "001"), qa2_drop, mux(b2l(qa_pop = "010"), qa3_drop, qa1_drop)));
+        end if;
+    end process;
+
+    qa1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa1_qp <= mux(qa1_push, cur_qp, mux(b2l(qa_pop = "001"), qa2_qp, mux(b2l(qa_pop = "010"), qa3_qp, qa1_qp)));
+        end if;
+    end process;
+
+    qa1_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa1_off <= mux(qa1_push, f_off, mux(b2l(qa_pop = "001"), qa2_off, mux(b2l(qa_pop = "010"), qa3_off, qa1_off)));
         end if;
     end process;
 
@@ -12628,6 +15846,20 @@ begin
         end if;
     end process;
 
+    qa2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa2_qp <= mux(qa2_push, cur_qp, mux(b2l(qa_pop = "001"), qa3_qp, qa2_qp));
+        end if;
+    end process;
+
+    qa2_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa2_off <= mux(qa2_push, f_off, mux(b2l(qa_pop = "001"), qa3_off, qa2_off));
+        end if;
+    end process;
+
     qa3_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12674,6 +15906,20 @@ begin
     begin
         if rising_edge(clk) then
             qa3_drop <= mux(qa3_push, ab_drop, qa3_drop);
+        end if;
+    end process;
+
+    qa3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa3_qp <= mux(qa3_push, cur_qp, qa3_qp);
+        end if;
+    end process;
+
+    qa3_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa3_off <= mux(qa3_push, f_off, qa3_off);
         end if;
     end process;
 
@@ -12884,6 +16130,17 @@ begin
         end if;
     end process;
 
+    wr_seq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wr_seq <= "000000";
+            elsif wr_req_go = '1' then
+                wr_seq <= std_logic_vector(unsigned(wr_seq) + unsigned'("000001"));
+            end if;
+        end if;
+    end process;
+
     ri_second_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13060,6 +16317,13 @@ begin
         end if;
     end process;
 
+    cq0_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_wqe <= mux(cq0_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq1_wqe, mux(b2l(cq_pop = x"2"), cq2_wqe, mux(b2l(cq_pop = x"3"), cq3_wqe, mux(b2l(cq_pop = x"4"), cq4_wqe, mux(b2l(cq_pop = x"5"), cq5_wqe, mux(b2l(cq_pop = x"6"), cq6_wqe, mux(b2l(cq_pop = x"7"), cq7_wqe, cq0_wqe))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13169,6 +16433,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_cut <= mux(cq1_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq2_cut, mux(b2l(cq_pop = x"2"), cq3_cut, mux(b2l(cq_pop = x"3"), cq4_cut, mux(b2l(cq_pop = x"4"), cq5_cut, mux(b2l(cq_pop = x"5"), cq6_cut, mux(b2l(cq_pop = x"6"), cq7_cut, cq1_cut)))))));
+        end if;
+    end process;
+
+    cq1_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_wqe <= mux(cq1_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq2_wqe, mux(b2l(cq_pop = x"2"), cq3_wqe, mux(b2l(cq_pop = x"3"), cq4_wqe, mux(b2l(cq_pop = x"4"), cq5_wqe, mux(b2l(cq_pop = x"5"), cq6_wqe, mux(b2l(cq_pop = x"6"), cq7_wqe, cq1_wqe)))))));
         end if;
     end process;
 
@@ -13284,6 +16555,13 @@ begin
         end if;
     end process;
 
+    cq2_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_wqe <= mux(cq2_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq3_wqe, mux(b2l(cq_pop = x"2"), cq4_wqe, mux(b2l(cq_pop = x"3"), cq5_wqe, mux(b2l(cq_pop = x"4"), cq6_wqe, mux(b2l(cq_pop = x"5"), cq7_wqe, cq2_wqe))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13393,6 +16671,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_cut <= mux(cq3_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq4_cut, mux(b2l(cq_pop = x"2"), cq5_cut, mux(b2l(cq_pop = x"3"), cq6_cut, mux(b2l(cq_pop = x"4"), cq7_cut, cq3_cut)))));
+        end if;
+    end process;
+
+    cq3_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_wqe <= mux(cq3_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq4_wqe, mux(b2l(cq_pop = x"2"), cq5_wqe, mux(b2l(cq_pop = x"3"), cq6_wqe, mux(b2l(cq_pop = x"4"), cq7_wqe, cq3_wqe)))));
         end if;
     end process;
 
@@ -13508,6 +16793,13 @@ begin
         end if;
     end process;
 
+    cq4_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_wqe <= mux(cq4_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq5_wqe, mux(b2l(cq_pop = x"2"), cq6_wqe, mux(b2l(cq_pop = x"3"), cq7_wqe, cq4_wqe))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13617,6 +16909,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_cut <= mux(cq5_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq6_cut, mux(b2l(cq_pop = x"2"), cq7_cut, cq5_cut)));
+        end if;
+    end process;
+
+    cq5_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_wqe <= mux(cq5_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq6_wqe, mux(b2l(cq_pop = x"2"), cq7_wqe, cq5_wqe)));
         end if;
     end process;
 
@@ -13732,6 +17031,13 @@ begin
         end if;
     end process;
 
+    cq6_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_wqe <= mux(cq6_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq7_wqe, cq6_wqe));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13844,6 +17150,13 @@ begin
         end if;
     end process;
 
+    cq7_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_wqe <= mux(cq7_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), cq7_wqe);
+        end if;
+    end process;
+
     fp_out_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -13862,6 +17175,86 @@ begin
                 ab_wait <= x"00";
             else
                 ab_wait <= mux(in_state11 and gf_fault, std_logic_vector(unsigned(fp_out) - unsigned(std_logic_vector'("0000000" & wr_done_fpdu))), std_logic_vector(unsigned(ab_wait) - unsigned(std_logic_vector'("0000000" & (wr_done_fpdu and (or ab_wait))))));
+            end if;
+        end if;
+    end process;
+
+    rf_seen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rf_seen <= '0';
+            else
+                rf_seen <= wr_done_go and wr_done_err;
+            end if;
+        end if;
+    end process;
+
+    rf_new_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rf_new <= '0';
+            else
+                rf_new <= rf_seen;
+            end if;
+        end if;
+    end process;
+
+    rf_burst_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wr_done_go = '1' then
+                rf_burst <= wr_done_err_burst;
+            end if;
+        end if;
+    end process;
+
+    rf_dead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rf_dead <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                rf_dead <= ((rf_dead and (not (qcur_1h and std_logic_vector'(1023 downto 0 => '0')))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qrf_1h and std_logic_vector'(1023 downto 0 => rf_dead_set));
+            end if;
+        end if;
+    end process;
+
+    rf_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rf_v <= '0';
+            else
+                rf_v <= rf_dead_set or ((rf_v and (not rf_store)) and (not rf_drop));
+            end if;
+        end if;
+    end process;
+
+    rf_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rf_seen = '1' then
+                rf_qp <= rf_info_qp;
+            end if;
+        end if;
+    end process;
+
+    rf_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rf_seen = '1' then
+                rf_cut <= rf_info_cut;
+            end if;
+        end if;
+    end process;
+
+    rf_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rf_seen = '1' then
+                rf_addr <= rf_info_fault;
             end if;
         end if;
     end process;
@@ -13916,7 +17309,18 @@ begin
             if rst = '1' then
                 cpl_cqe_q <= '0';
             elsif cpl_load = '1' then
-                cpl_cqe_q <= cq0_cqe;
+                cpl_cqe_q <= cq0_cqe or (rf_head_dead and cq0_wqe);
+            end if;
+        end if;
+    end process;
+
+    cpl_keep_txs_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_keep_txs_q <= '0';
+            elsif cpl_load = '1' then
+                cpl_keep_txs_q <= rf_head_dead;
             end if;
         end if;
     end process;
@@ -13971,7 +17375,7 @@ begin
             if rst = '1' then
                 cpl_status_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_mal, x"08", mux(cq0_prot, mux(b2l(cq0_op = "101"), x"09", x"02"), x"00"))));
+                cpl_status_q <= mux(rf_head_dead, x"03", mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_mal, x"08", mux(cq0_prot, mux(b2l(cq0_op = "101"), x"09", x"02"), x"00")))));
             end if;
         end if;
     end process;
@@ -13982,7 +17386,7 @@ begin
             if rst = '1' then
                 cpl_term_cause_q <= x"0000";
             elsif cpl_load = '1' then
-                cpl_term_cause_q <= cq0_blame;
+                cpl_term_cause_q <= cq0_blame and std_logic_vector'(15 downto 0 => not rf_head_dead);
             end if;
         end if;
     end process;
@@ -13993,7 +17397,7 @@ begin
             if rst = '1' then
                 cpl_len_q <= x"00000000";
             elsif cpl_load = '1' then
-                cpl_len_q <= cq0_len;
+                cpl_len_q <= cq0_len and std_logic_vector'(31 downto 0 => not rf_head_dead);
             end if;
         end if;
     end process;
@@ -14058,7 +17462,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 dma_err_q <= '0';
-            elsif ((wr_done_valid and wr_done_err) or (rd_tvalid and rd_terr)) = '1' then
+            elsif ((wr_done_go and wr_done_err) or (rd_tvalid and rd_terr)) = '1' then
                 dma_err_q <= '1';
             end if;
         end if;
@@ -14101,7 +17505,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
             end if;
         end if;
     end process;
@@ -14128,6 +17532,17 @@ begin
         end if;
     end process;
 
+    -- qp_state_f: synchronous write, synchronous read (block RAM)
+    qp_state_f_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if qp_state_we = '1' then
+                qp_state_f(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
+            end if;
+            qp_state_f_rd <= qp_state_f(to_integer(unsigned(rf_state_addr)));
+        end if;
+    end process;
+
     -- qp_closed: synchronous write, synchronous read (block RAM)
     qp_closed_ram : process (clk)
     begin
@@ -14143,8 +17558,11 @@ begin
     term_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if term_ev_set = '1' then
-                term(to_integer(unsigned(mux(prot_term, cur_qp, cmd_num)))) <= mux(prot_term, eng_term_rec, std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause));
+            if (term_ev_set or rf_store) = '1' then
+                term(to_integer(unsigned(mux(term_ev_set, mux(prot_term, cur_qp, cmd_num), rf_qp)))) <= mux(term_ev_set, std_logic_vector'(
+        '0' &
+        mux(prot_term, eng_term_rec, std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause))
+    ), rf_rec);
             end if;
             term_rd <= term(to_integer(unsigned(ctx_rd_addr)));
         end if;
@@ -14301,6 +17719,17 @@ begin
         end if;
     end process;
 
+    -- wr_info: synchronous write, synchronous read (block RAM)
+    wr_info_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wr_req_go = '1' then
+                wr_info(to_integer(unsigned(wr_seq))) <= std_logic_vector'(qa0_qp & qa0_off & wr_req_addr);
+            end if;
+            wr_info_rd <= wr_info(to_integer(unsigned(wr_done_tag(7 downto 2))));
+        end if;
+    end process;
+
     u_rd : entity work.dma_rd_w64
         port map (
             clk => clk,
@@ -14396,14 +17825,15 @@ begin
             s_req_ready => wr_req_ready,
             s_req_addr => wr_req_addr,
             s_req_len => std_logic_vector(unsigned(wr_req_n) - unsigned'(x"0001")),
-            s_req_tag => std_logic_vector'("000000" & std_logic_vector'(wr_req_end & (qa0_last and wr_req_end))),
+            s_req_tag => std_logic_vector'(wr_seq & wr_req_end & (qa0_last and wr_req_end)),
             s_axis_tdata => rw_data,
             s_axis_tvalid => rw_valid,
             s_axis_tready => wr_s_ready,
             m_done_valid => wr_done_valid,
-            m_done_ready => '1',
+            m_done_ready => wr_done_ready,
             m_done_tag => wr_done_tag,
             m_done_err => wr_done_err,
+            m_done_err_burst => wr_done_err_burst,
             m_axi_awid => w_m_axi_awid,
             m_axi_awaddr => w_m_axi_awaddr,
             m_axi_awlen => w_m_axi_awlen,

@@ -66,7 +66,8 @@ entity dma_wr_w128 is
         m_done_valid : out std_logic;        -- a request is written
         m_done_ready : in  std_logic;
         m_done_tag : out std_logic_vector(7 downto 0); -- its tag
-        m_done_err : out std_logic           -- a burst of it got an error response
+        m_done_err : out std_logic;          -- a burst of it got an error response
+        m_done_err_burst : out std_logic_vector(4 downto 0) -- with m_done_err: the index in the request of its first burst with an error response (0 the first, which starts at the request's address; burst k > 0 starts at the request's address rounded down to 4096 bytes, plus k x 4096), so that a caller names the first refused byte as an IOMMU names the page
     );
 end entity dma_wr_w128;
 
@@ -268,9 +269,13 @@ architecture rtl of dma_wr_w128 is
     signal bq_head_last : std_logic;
     signal err_acc : std_logic := '0';       -- earlier bursts of the request had errors
     signal err_now : std_logic;
+    signal bq_head_index : std_logic_vector(4 downto 0) := "00000"; -- the head burst's index in its request
+    signal err_index : std_logic_vector(4 downto 0) := "00000"; -- the index of the request's first burst with an error
+    signal err_index_now : std_logic_vector(4 downto 0);
     signal done_set : std_logic;             -- a request's last response
     signal done_tag : std_logic_vector(7 downto 0) := x"00";
     signal done_err : std_logic := '0';
+    signal done_err_burst : std_logic_vector(4 downto 0) := "00000";
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
 begin
     new_off <= s_req_addr(3 downto 0);
@@ -411,7 +416,9 @@ begin
     bq_head_tag <= mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq31_tag, bq30_tag), mux(bq_head(0), bq29_tag, bq28_tag)), mux(bq_head(1), mux(bq_head(0), bq27_tag, bq26_tag), mux(bq_head(0), bq25_tag, bq24_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq23_tag, bq22_tag), mux(bq_head(0), bq21_tag, bq20_tag)), mux(bq_head(1), mux(bq_head(0), bq19_tag, bq18_tag), mux(bq_head(0), bq17_tag, bq16_tag)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq15_tag, bq14_tag), mux(bq_head(0), bq13_tag, bq12_tag)), mux(bq_head(1), mux(bq_head(0), bq11_tag, bq10_tag), mux(bq_head(0), bq9_tag, bq8_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq7_tag, bq6_tag), mux(bq_head(0), bq5_tag, bq4_tag)), mux(bq_head(1), mux(bq_head(0), bq3_tag, bq2_tag), mux(bq_head(0), bq1_tag, bq0_tag)))));
     bq_head_last <= mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq31_last, bq30_last), mux(bq_head(0), bq29_last, bq28_last)), mux(bq_head(1), mux(bq_head(0), bq27_last, bq26_last), mux(bq_head(0), bq25_last, bq24_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq23_last, bq22_last), mux(bq_head(0), bq21_last, bq20_last)), mux(bq_head(1), mux(bq_head(0), bq19_last, bq18_last), mux(bq_head(0), bq17_last, bq16_last)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq15_last, bq14_last), mux(bq_head(0), bq13_last, bq12_last)), mux(bq_head(1), mux(bq_head(0), bq11_last, bq10_last), mux(bq_head(0), bq9_last, bq8_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq7_last, bq6_last), mux(bq_head(0), bq5_last, bq4_last)), mux(bq_head(1), mux(bq_head(0), bq3_last, bq2_last), mux(bq_head(0), bq1_last, bq0_last)))));
     err_now <= err_acc or m_axi_bresp(1);
+    err_index_now <= mux(err_acc, err_index, bq_head_index);
     done_set <= b_go and bq_head_last;
+    m_done_err_burst <= done_err_burst and std_logic_vector'(4 downto 0 => done_v);
     m_done_valid <= done_v;
     m_done_tag <= done_tag and std_logic_vector'(7 downto 0 => done_v);
     m_done_err <= done_v and done_err;
@@ -1310,6 +1317,28 @@ begin
         end if;
     end process;
 
+    bq_head_index_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                bq_head_index <= "00000";
+            elsif b_go = '1' then
+                bq_head_index <= mux(bq_head_last, "00000", std_logic_vector(unsigned(bq_head_index) + unsigned'("00001")));
+            end if;
+        end if;
+    end process;
+
+    err_index_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                err_index <= "00000";
+            elsif b_go = '1' then
+                err_index <= err_index_now;
+            end if;
+        end if;
+    end process;
+
     done_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1339,6 +1368,17 @@ begin
                 done_err <= '0';
             elsif done_set = '1' then
                 done_err <= err_now;
+            end if;
+        end if;
+    end process;
+
+    done_err_burst_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                done_err_burst <= "00000";
+            elsif done_set = '1' then
+                done_err_burst <= mux(err_now, err_index_now, "00000");
             end if;
         end if;
     end process;

@@ -66,7 +66,8 @@ entity dma_wr_w512_b128_i4_t9 is
         m_done_valid : out std_logic;        -- a request is written
         m_done_ready : in  std_logic;
         m_done_tag : out std_logic_vector(8 downto 0); -- its tag
-        m_done_err : out std_logic           -- a burst of it got an error response
+        m_done_err : out std_logic;          -- a burst of it got an error response
+        m_done_err_burst : out std_logic_vector(4 downto 0) -- with m_done_err: the index in the request of its first burst with an error response (0 the first, which starts at the request's address; burst k > 0 starts at the request's address rounded down to 4096 bytes, plus k x 4096), so that a caller names the first refused byte as an IOMMU names the page
     );
 end entity dma_wr_w512_b128_i4_t9;
 
@@ -558,9 +559,13 @@ architecture rtl of dma_wr_w512_b128_i4_t9 is
     signal bq_head_last : std_logic;
     signal err_acc : std_logic := '0';       -- earlier bursts of the request had errors
     signal err_now : std_logic;
+    signal bq_head_index : std_logic_vector(4 downto 0) := "00000"; -- the head burst's index in its request
+    signal err_index : std_logic_vector(4 downto 0) := "00000"; -- the index of the request's first burst with an error
+    signal err_index_now : std_logic_vector(4 downto 0);
     signal done_set : std_logic;             -- a request's last response
     signal done_tag : std_logic_vector(8 downto 0) := "000000000";
     signal done_err : std_logic := '0';
+    signal done_err_burst : std_logic_vector(4 downto 0) := "00000";
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
 begin
     new_off <= s_req_addr(5 downto 0);
@@ -943,7 +948,9 @@ begin
     bq_head_tag <= mux(bq_head(6), mux(bq_head(5), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq127_tag, bq126_tag), mux(bq_head(0), bq125_tag, bq124_tag)), mux(bq_head(1), mux(bq_head(0), bq123_tag, bq122_tag), mux(bq_head(0), bq121_tag, bq120_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq119_tag, bq118_tag), mux(bq_head(0), bq117_tag, bq116_tag)), mux(bq_head(1), mux(bq_head(0), bq115_tag, bq114_tag), mux(bq_head(0), bq113_tag, bq112_tag)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq111_tag, bq110_tag), mux(bq_head(0), bq109_tag, bq108_tag)), mux(bq_head(1), mux(bq_head(0), bq107_tag, bq106_tag), mux(bq_head(0), bq105_tag, bq104_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq103_tag, bq102_tag), mux(bq_head(0), bq101_tag, bq100_tag)), mux(bq_head(1), mux(bq_head(0), bq99_tag, bq98_tag), mux(bq_head(0), bq97_tag, bq96_tag))))), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq95_tag, bq94_tag), mux(bq_head(0), bq93_tag, bq92_tag)), mux(bq_head(1), mux(bq_head(0), bq91_tag, bq90_tag), mux(bq_head(0), bq89_tag, bq88_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq87_tag, bq86_tag), mux(bq_head(0), bq85_tag, bq84_tag)), mux(bq_head(1), mux(bq_head(0), bq83_tag, bq82_tag), mux(bq_head(0), bq81_tag, bq80_tag)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq79_tag, bq78_tag), mux(bq_head(0), bq77_tag, bq76_tag)), mux(bq_head(1), mux(bq_head(0), bq75_tag, bq74_tag), mux(bq_head(0), bq73_tag, bq72_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq71_tag, bq70_tag), mux(bq_head(0), bq69_tag, bq68_tag)), mux(bq_head(1), mux(bq_head(0), bq67_tag, bq66_tag), mux(bq_head(0), bq65_tag, bq64_tag)))))), mux(bq_head(5), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq63_tag, bq62_tag), mux(bq_head(0), bq61_tag, bq60_tag)), mux(bq_head(1), mux(bq_head(0), bq59_tag, bq58_tag), mux(bq_head(0), bq57_tag, bq56_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq55_tag, bq54_tag), mux(bq_head(0), bq53_tag, bq52_tag)), mux(bq_head(1), mux(bq_head(0), bq51_tag, bq50_tag), mux(bq_head(0), bq49_tag, bq48_tag)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq47_tag, bq46_tag), mux(bq_head(0), bq45_tag, bq44_tag)), mux(bq_head(1), mux(bq_head(0), bq43_tag, bq42_tag), mux(bq_head(0), bq41_tag, bq40_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq39_tag, bq38_tag), mux(bq_head(0), bq37_tag, bq36_tag)), mux(bq_head(1), mux(bq_head(0), bq35_tag, bq34_tag), mux(bq_head(0), bq33_tag, bq32_tag))))), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq31_tag, bq30_tag), mux(bq_head(0), bq29_tag, bq28_tag)), mux(bq_head(1), mux(bq_head(0), bq27_tag, bq26_tag), mux(bq_head(0), bq25_tag, bq24_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq23_tag, bq22_tag), mux(bq_head(0), bq21_tag, bq20_tag)), mux(bq_head(1), mux(bq_head(0), bq19_tag, bq18_tag), mux(bq_head(0), bq17_tag, bq16_tag)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq15_tag, bq14_tag), mux(bq_head(0), bq13_tag, bq12_tag)), mux(bq_head(1), mux(bq_head(0), bq11_tag, bq10_tag), mux(bq_head(0), bq9_tag, bq8_tag))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq7_tag, bq6_tag), mux(bq_head(0), bq5_tag, bq4_tag)), mux(bq_head(1), mux(bq_head(0), bq3_tag, bq2_tag), mux(bq_head(0), bq1_tag, bq0_tag)))))));
     bq_head_last <= mux(bq_head(6), mux(bq_head(5), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq127_last, bq126_last), mux(bq_head(0), bq125_last, bq124_last)), mux(bq_head(1), mux(bq_head(0), bq123_last, bq122_last), mux(bq_head(0), bq121_last, bq120_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq119_last, bq118_last), mux(bq_head(0), bq117_last, bq116_last)), mux(bq_head(1), mux(bq_head(0), bq115_last, bq114_last), mux(bq_head(0), bq113_last, bq112_last)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq111_last, bq110_last), mux(bq_head(0), bq109_last, bq108_last)), mux(bq_head(1), mux(bq_head(0), bq107_last, bq106_last), mux(bq_head(0), bq105_last, bq104_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq103_last, bq102_last), mux(bq_head(0), bq101_last, bq100_last)), mux(bq_head(1), mux(bq_head(0), bq99_last, bq98_last), mux(bq_head(0), bq97_last, bq96_last))))), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq95_last, bq94_last), mux(bq_head(0), bq93_last, bq92_last)), mux(bq_head(1), mux(bq_head(0), bq91_last, bq90_last), mux(bq_head(0), bq89_last, bq88_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq87_last, bq86_last), mux(bq_head(0), bq85_last, bq84_last)), mux(bq_head(1), mux(bq_head(0), bq83_last, bq82_last), mux(bq_head(0), bq81_last, bq80_last)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq79_last, bq78_last), mux(bq_head(0), bq77_last, bq76_last)), mux(bq_head(1), mux(bq_head(0), bq75_last, bq74_last), mux(bq_head(0), bq73_last, bq72_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq71_last, bq70_last), mux(bq_head(0), bq69_last, bq68_last)), mux(bq_head(1), mux(bq_head(0), bq67_last, bq66_last), mux(bq_head(0), bq65_last, bq64_last)))))), mux(bq_head(5), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq63_last, bq62_last), mux(bq_head(0), bq61_last, bq60_last)), mux(bq_head(1), mux(bq_head(0), bq59_last, bq58_last), mux(bq_head(0), bq57_last, bq56_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq55_last, bq54_last), mux(bq_head(0), bq53_last, bq52_last)), mux(bq_head(1), mux(bq_head(0), bq51_last, bq50_last), mux(bq_head(0), bq49_last, bq48_last)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq47_last, bq46_last), mux(bq_head(0), bq45_last, bq44_last)), mux(bq_head(1), mux(bq_head(0), bq43_last, bq42_last), mux(bq_head(0), bq41_last, bq40_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq39_last, bq38_last), mux(bq_head(0), bq37_last, bq36_last)), mux(bq_head(1), mux(bq_head(0), bq35_last, bq34_last), mux(bq_head(0), bq33_last, bq32_last))))), mux(bq_head(4), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq31_last, bq30_last), mux(bq_head(0), bq29_last, bq28_last)), mux(bq_head(1), mux(bq_head(0), bq27_last, bq26_last), mux(bq_head(0), bq25_last, bq24_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq23_last, bq22_last), mux(bq_head(0), bq21_last, bq20_last)), mux(bq_head(1), mux(bq_head(0), bq19_last, bq18_last), mux(bq_head(0), bq17_last, bq16_last)))), mux(bq_head(3), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq15_last, bq14_last), mux(bq_head(0), bq13_last, bq12_last)), mux(bq_head(1), mux(bq_head(0), bq11_last, bq10_last), mux(bq_head(0), bq9_last, bq8_last))), mux(bq_head(2), mux(bq_head(1), mux(bq_head(0), bq7_last, bq6_last), mux(bq_head(0), bq5_last, bq4_last)), mux(bq_head(1), mux(bq_head(0), bq3_last, bq2_last), mux(bq_head(0), bq1_last, bq0_last)))))));
     err_now <= err_acc or m_axi_bresp(1);
+    err_index_now <= mux(err_acc, err_index, bq_head_index);
     done_set <= b_go and bq_head_last;
+    m_done_err_burst <= done_err_burst and std_logic_vector'(4 downto 0 => done_v);
     m_done_valid <= done_v;
     m_done_tag <= done_tag and std_logic_vector'(8 downto 0 => done_v);
     m_done_err <= done_v and done_err;
@@ -3618,6 +3625,28 @@ begin
         end if;
     end process;
 
+    bq_head_index_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                bq_head_index <= "00000";
+            elsif b_go = '1' then
+                bq_head_index <= mux(bq_head_last, "00000", std_logic_vector(unsigned(bq_head_index) + unsigned'("00001")));
+            end if;
+        end if;
+    end process;
+
+    err_index_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                err_index <= "00000";
+            elsif b_go = '1' then
+                err_index <= err_index_now;
+            end if;
+        end if;
+    end process;
+
     done_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3647,6 +3676,17 @@ begin
                 done_err <= '0';
             elsif done_set = '1' then
                 done_err <= err_now;
+            end if;
+        end if;
+    end process;
+
+    done_err_burst_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                done_err_burst <= "00000";
+            elsif done_set = '1' then
+                done_err_burst <= mux(err_now, err_index_now, "00000");
             end if;
         end if;
     end process;

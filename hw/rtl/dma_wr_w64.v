@@ -64,7 +64,8 @@ module dma_wr_w64 (
     output wire           m_done_valid,      // a request is written
     input  wire           m_done_ready,
     output wire [7:0]     m_done_tag,        // its tag
-    output wire           m_done_err         // a burst of it got an error response
+    output wire           m_done_err,        // a burst of it got an error response
+    output wire [5:0]     m_done_err_burst   // with m_done_err: the index in the request of its first burst with an error response (0 the first, which starts at the request's address; burst k > 0 starts at the request's address rounded down to 2048 bytes, plus k x 2048), so that a caller names the first refused byte as an IOMMU names the page
 );
 
     wire [2:0]     new_off;
@@ -236,9 +237,13 @@ module dma_wr_w64 (
     wire           bq_head_last;
     reg            err_acc;                  // earlier bursts of the request had errors
     wire           err_now;
+    reg  [5:0]     bq_head_index;            // the head burst's index in its request
+    reg  [5:0]     err_index;                // the index of the request's first burst with an error
+    wire [5:0]     err_index_now;
     wire           done_set;                 // a request's last response
     reg  [7:0]     done_tag;
     reg            done_err;
+    reg  [5:0]     done_err_burst;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
 
     assign new_off = s_req_addr[2:0];
@@ -354,7 +359,9 @@ module dma_wr_w64 (
     assign bq_head_tag = bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq31_tag : bq30_tag) : (bq_head[0] ? bq29_tag : bq28_tag)) : (bq_head[1] ? (bq_head[0] ? bq27_tag : bq26_tag) : (bq_head[0] ? bq25_tag : bq24_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq23_tag : bq22_tag) : (bq_head[0] ? bq21_tag : bq20_tag)) : (bq_head[1] ? (bq_head[0] ? bq19_tag : bq18_tag) : (bq_head[0] ? bq17_tag : bq16_tag)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq15_tag : bq14_tag) : (bq_head[0] ? bq13_tag : bq12_tag)) : (bq_head[1] ? (bq_head[0] ? bq11_tag : bq10_tag) : (bq_head[0] ? bq9_tag : bq8_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq7_tag : bq6_tag) : (bq_head[0] ? bq5_tag : bq4_tag)) : (bq_head[1] ? (bq_head[0] ? bq3_tag : bq2_tag) : (bq_head[0] ? bq1_tag : bq0_tag))));
     assign bq_head_last = bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq31_last : bq30_last) : (bq_head[0] ? bq29_last : bq28_last)) : (bq_head[1] ? (bq_head[0] ? bq27_last : bq26_last) : (bq_head[0] ? bq25_last : bq24_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq23_last : bq22_last) : (bq_head[0] ? bq21_last : bq20_last)) : (bq_head[1] ? (bq_head[0] ? bq19_last : bq18_last) : (bq_head[0] ? bq17_last : bq16_last)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq15_last : bq14_last) : (bq_head[0] ? bq13_last : bq12_last)) : (bq_head[1] ? (bq_head[0] ? bq11_last : bq10_last) : (bq_head[0] ? bq9_last : bq8_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq7_last : bq6_last) : (bq_head[0] ? bq5_last : bq4_last)) : (bq_head[1] ? (bq_head[0] ? bq3_last : bq2_last) : (bq_head[0] ? bq1_last : bq0_last))));
     assign err_now = err_acc | m_axi_bresp[1];
+    assign err_index_now = err_acc ? err_index : bq_head_index;
     assign done_set = b_go & bq_head_last;
+    assign m_done_err_burst = done_err_burst & {6{done_v}};
     assign m_done_valid = done_v;
     assign m_done_tag = done_tag & {8{done_v}};
     assign m_done_err = done_v & done_err;
@@ -959,6 +966,22 @@ module dma_wr_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            bq_head_index <= 6'h00;
+        end else if (b_go) begin
+            bq_head_index <= bq_head_last ? 6'h00 : (bq_head_index + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            err_index <= 6'h00;
+        end else if (b_go) begin
+            err_index <= err_index_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             done_v <= 1'h0;
         end else begin
             done_v <= done_set | (done_v & ~m_done_ready);
@@ -978,6 +1001,14 @@ module dma_wr_w64 (
             done_err <= 1'h0;
         end else if (done_set) begin
             done_err <= err_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            done_err_burst <= 6'h00;
+        end else if (done_set) begin
+            done_err_burst <= err_now ? err_index_now : 6'h00;
         end
     end
 

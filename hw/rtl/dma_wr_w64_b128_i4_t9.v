@@ -64,7 +64,8 @@ module dma_wr_w64_b128_i4_t9 (
     output wire           m_done_valid,      // a request is written
     input  wire           m_done_ready,
     output wire [8:0]     m_done_tag,        // its tag
-    output wire           m_done_err         // a burst of it got an error response
+    output wire           m_done_err,        // a burst of it got an error response
+    output wire [5:0]     m_done_err_burst   // with m_done_err: the index in the request of its first burst with an error response (0 the first, which starts at the request's address; burst k > 0 starts at the request's address rounded down to 2048 bytes, plus k x 2048), so that a caller names the first refused byte as an IOMMU names the page
 );
 
     wire [2:0]     new_off;
@@ -524,9 +525,13 @@ module dma_wr_w64_b128_i4_t9 (
     wire           bq_head_last;
     reg            err_acc;                  // earlier bursts of the request had errors
     wire           err_now;
+    reg  [5:0]     bq_head_index;            // the head burst's index in its request
+    reg  [5:0]     err_index;                // the index of the request's first burst with an error
+    wire [5:0]     err_index_now;
     wire           done_set;                 // a request's last response
     reg  [8:0]     done_tag;
     reg            done_err;
+    reg  [5:0]     done_err_burst;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
 
     assign new_off = s_req_addr[2:0];
@@ -738,7 +743,9 @@ module dma_wr_w64_b128_i4_t9 (
     assign bq_head_tag = bq_head[6] ? (bq_head[5] ? (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq127_tag : bq126_tag) : (bq_head[0] ? bq125_tag : bq124_tag)) : (bq_head[1] ? (bq_head[0] ? bq123_tag : bq122_tag) : (bq_head[0] ? bq121_tag : bq120_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq119_tag : bq118_tag) : (bq_head[0] ? bq117_tag : bq116_tag)) : (bq_head[1] ? (bq_head[0] ? bq115_tag : bq114_tag) : (bq_head[0] ? bq113_tag : bq112_tag)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq111_tag : bq110_tag) : (bq_head[0] ? bq109_tag : bq108_tag)) : (bq_head[1] ? (bq_head[0] ? bq107_tag : bq106_tag) : (bq_head[0] ? bq105_tag : bq104_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq103_tag : bq102_tag) : (bq_head[0] ? bq101_tag : bq100_tag)) : (bq_head[1] ? (bq_head[0] ? bq99_tag : bq98_tag) : (bq_head[0] ? bq97_tag : bq96_tag))))) : (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq95_tag : bq94_tag) : (bq_head[0] ? bq93_tag : bq92_tag)) : (bq_head[1] ? (bq_head[0] ? bq91_tag : bq90_tag) : (bq_head[0] ? bq89_tag : bq88_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq87_tag : bq86_tag) : (bq_head[0] ? bq85_tag : bq84_tag)) : (bq_head[1] ? (bq_head[0] ? bq83_tag : bq82_tag) : (bq_head[0] ? bq81_tag : bq80_tag)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq79_tag : bq78_tag) : (bq_head[0] ? bq77_tag : bq76_tag)) : (bq_head[1] ? (bq_head[0] ? bq75_tag : bq74_tag) : (bq_head[0] ? bq73_tag : bq72_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq71_tag : bq70_tag) : (bq_head[0] ? bq69_tag : bq68_tag)) : (bq_head[1] ? (bq_head[0] ? bq67_tag : bq66_tag) : (bq_head[0] ? bq65_tag : bq64_tag)))))) : (bq_head[5] ? (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq63_tag : bq62_tag) : (bq_head[0] ? bq61_tag : bq60_tag)) : (bq_head[1] ? (bq_head[0] ? bq59_tag : bq58_tag) : (bq_head[0] ? bq57_tag : bq56_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq55_tag : bq54_tag) : (bq_head[0] ? bq53_tag : bq52_tag)) : (bq_head[1] ? (bq_head[0] ? bq51_tag : bq50_tag) : (bq_head[0] ? bq49_tag : bq48_tag)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq47_tag : bq46_tag) : (bq_head[0] ? bq45_tag : bq44_tag)) : (bq_head[1] ? (bq_head[0] ? bq43_tag : bq42_tag) : (bq_head[0] ? bq41_tag : bq40_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq39_tag : bq38_tag) : (bq_head[0] ? bq37_tag : bq36_tag)) : (bq_head[1] ? (bq_head[0] ? bq35_tag : bq34_tag) : (bq_head[0] ? bq33_tag : bq32_tag))))) : (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq31_tag : bq30_tag) : (bq_head[0] ? bq29_tag : bq28_tag)) : (bq_head[1] ? (bq_head[0] ? bq27_tag : bq26_tag) : (bq_head[0] ? bq25_tag : bq24_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq23_tag : bq22_tag) : (bq_head[0] ? bq21_tag : bq20_tag)) : (bq_head[1] ? (bq_head[0] ? bq19_tag : bq18_tag) : (bq_head[0] ? bq17_tag : bq16_tag)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq15_tag : bq14_tag) : (bq_head[0] ? bq13_tag : bq12_tag)) : (bq_head[1] ? (bq_head[0] ? bq11_tag : bq10_tag) : (bq_head[0] ? bq9_tag : bq8_tag))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq7_tag : bq6_tag) : (bq_head[0] ? bq5_tag : bq4_tag)) : (bq_head[1] ? (bq_head[0] ? bq3_tag : bq2_tag) : (bq_head[0] ? bq1_tag : bq0_tag))))));
     assign bq_head_last = bq_head[6] ? (bq_head[5] ? (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq127_last : bq126_last) : (bq_head[0] ? bq125_last : bq124_last)) : (bq_head[1] ? (bq_head[0] ? bq123_last : bq122_last) : (bq_head[0] ? bq121_last : bq120_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq119_last : bq118_last) : (bq_head[0] ? bq117_last : bq116_last)) : (bq_head[1] ? (bq_head[0] ? bq115_last : bq114_last) : (bq_head[0] ? bq113_last : bq112_last)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq111_last : bq110_last) : (bq_head[0] ? bq109_last : bq108_last)) : (bq_head[1] ? (bq_head[0] ? bq107_last : bq106_last) : (bq_head[0] ? bq105_last : bq104_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq103_last : bq102_last) : (bq_head[0] ? bq101_last : bq100_last)) : (bq_head[1] ? (bq_head[0] ? bq99_last : bq98_last) : (bq_head[0] ? bq97_last : bq96_last))))) : (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq95_last : bq94_last) : (bq_head[0] ? bq93_last : bq92_last)) : (bq_head[1] ? (bq_head[0] ? bq91_last : bq90_last) : (bq_head[0] ? bq89_last : bq88_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq87_last : bq86_last) : (bq_head[0] ? bq85_last : bq84_last)) : (bq_head[1] ? (bq_head[0] ? bq83_last : bq82_last) : (bq_head[0] ? bq81_last : bq80_last)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq79_last : bq78_last) : (bq_head[0] ? bq77_last : bq76_last)) : (bq_head[1] ? (bq_head[0] ? bq75_last : bq74_last) : (bq_head[0] ? bq73_last : bq72_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq71_last : bq70_last) : (bq_head[0] ? bq69_last : bq68_last)) : (bq_head[1] ? (bq_head[0] ? bq67_last : bq66_last) : (bq_head[0] ? bq65_last : bq64_last)))))) : (bq_head[5] ? (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq63_last : bq62_last) : (bq_head[0] ? bq61_last : bq60_last)) : (bq_head[1] ? (bq_head[0] ? bq59_last : bq58_last) : (bq_head[0] ? bq57_last : bq56_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq55_last : bq54_last) : (bq_head[0] ? bq53_last : bq52_last)) : (bq_head[1] ? (bq_head[0] ? bq51_last : bq50_last) : (bq_head[0] ? bq49_last : bq48_last)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq47_last : bq46_last) : (bq_head[0] ? bq45_last : bq44_last)) : (bq_head[1] ? (bq_head[0] ? bq43_last : bq42_last) : (bq_head[0] ? bq41_last : bq40_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq39_last : bq38_last) : (bq_head[0] ? bq37_last : bq36_last)) : (bq_head[1] ? (bq_head[0] ? bq35_last : bq34_last) : (bq_head[0] ? bq33_last : bq32_last))))) : (bq_head[4] ? (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq31_last : bq30_last) : (bq_head[0] ? bq29_last : bq28_last)) : (bq_head[1] ? (bq_head[0] ? bq27_last : bq26_last) : (bq_head[0] ? bq25_last : bq24_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq23_last : bq22_last) : (bq_head[0] ? bq21_last : bq20_last)) : (bq_head[1] ? (bq_head[0] ? bq19_last : bq18_last) : (bq_head[0] ? bq17_last : bq16_last)))) : (bq_head[3] ? (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq15_last : bq14_last) : (bq_head[0] ? bq13_last : bq12_last)) : (bq_head[1] ? (bq_head[0] ? bq11_last : bq10_last) : (bq_head[0] ? bq9_last : bq8_last))) : (bq_head[2] ? (bq_head[1] ? (bq_head[0] ? bq7_last : bq6_last) : (bq_head[0] ? bq5_last : bq4_last)) : (bq_head[1] ? (bq_head[0] ? bq3_last : bq2_last) : (bq_head[0] ? bq1_last : bq0_last))))));
     assign err_now = err_acc | m_axi_bresp[1];
+    assign err_index_now = err_acc ? err_index : bq_head_index;
     assign done_set = b_go & bq_head_last;
+    assign m_done_err_burst = done_err_burst & {6{done_v}};
     assign m_done_valid = done_v;
     assign m_done_tag = done_tag & {9{done_v}};
     assign m_done_err = done_v & done_err;
@@ -2495,6 +2502,22 @@ module dma_wr_w64_b128_i4_t9 (
 
     always @(posedge clk) begin
         if (rst) begin
+            bq_head_index <= 6'h00;
+        end else if (b_go) begin
+            bq_head_index <= bq_head_last ? 6'h00 : (bq_head_index + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            err_index <= 6'h00;
+        end else if (b_go) begin
+            err_index <= err_index_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             done_v <= 1'h0;
         end else begin
             done_v <= done_set | (done_v & ~m_done_ready);
@@ -2514,6 +2537,14 @@ module dma_wr_w64_b128_i4_t9 (
             done_err <= 1'h0;
         end else if (done_set) begin
             done_err <= err_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            done_err_burst <= 6'h00;
+        end else if (done_set) begin
+            done_err_burst <= err_now ? err_index_now : 6'h00;
         end
     end
 

@@ -252,6 +252,7 @@ architecture rtl of iwcard_w512 is
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
+    signal tx_m_cpl_keep_txs : std_logic;
     signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
     signal tx_m_baddb_valid : std_logic;
     signal tx_m_baddb_qpn : std_logic_vector(9 downto 0);
@@ -1362,6 +1363,7 @@ begin
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
+            m_cpl_keep_txs => tx_m_cpl_keep_txs,
             m_cpl_term_cause => tx_m_cpl_term_cause,
             m_baddb_valid => tx_m_baddb_valid,
             m_baddb_ready => qpcmd_bd_tx_taken,
@@ -1759,6 +1761,7 @@ begin
             s_tx_byte_len => tx_m_cpl_byte_len,
             s_tx_term_cause => tx_m_cpl_term_cause,
             s_tx_term => tx_m_cpl_term,
+            s_tx_keep_txs => tx_m_cpl_keep_txs,
             s_rx_valid => rx_m_ci_valid,
             s_rx_ready => st_s_rx_ready,
             s_rx_qpn => rx_m_ci_qp,

@@ -221,6 +221,7 @@ module iwcard_w64 (
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
+    wire           tx_m_cpl_keep_txs;
     wire [15:0]    tx_m_cpl_term_cause;
     wire           tx_m_baddb_valid;
     wire [9:0]     tx_m_baddb_qpn;
@@ -1230,6 +1231,7 @@ module iwcard_w64 (
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
+        .m_cpl_keep_txs(tx_m_cpl_keep_txs),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
         .m_baddb_valid(tx_m_baddb_valid),
         .m_baddb_ready(qpcmd_bd_tx_taken),
@@ -1624,6 +1626,7 @@ module iwcard_w64 (
         .s_tx_byte_len(tx_m_cpl_byte_len),
         .s_tx_term_cause(tx_m_cpl_term_cause),
         .s_tx_term(tx_m_cpl_term),
+        .s_tx_keep_txs(tx_m_cpl_keep_txs),
         .s_rx_valid(rx_m_ci_valid),
         .s_rx_ready(st_s_rx_ready),
         .s_rx_qpn(rx_m_ci_qp),

@@ -40,16 +40,16 @@ func CardStatBench(width int) (*Bench, error) {
 }
 
 type cardStatCyclePorts struct {
-	rst, cmdV, cmdOp, cmdQPN, cmdBad, cmdCut Port
-	base                                     [2]Port
-	dbV, dbKind, dbIdx, dbVal                Port
-	txV, txQPN, txSQ, txPI, txCQE, txCQ      Port
-	txWR, txOpc, txSt, txLen, txCause, txTrm Port
-	rxV, rxQPN, rxCI, rxErr                  Port
-	rcV, rcQPN, rcRQ, rcCQ, rcWR, rcOpc      Port
-	rcSt, rcLen, rcInv, rcSol, rcInvd, rcSil Port
-	cplR, evR, endR                          Port
-	awR, wR, bID, bResp, bV                  Port
+	rst, cmdV, cmdOp, cmdQPN, cmdBad, cmdCut         Port
+	base                                             [2]Port
+	dbV, dbKind, dbIdx, dbVal                        Port
+	txV, txQPN, txSQ, txPI, txCQE, txCQ              Port
+	txWR, txOpc, txSt, txLen, txCause, txTrm, txKeep Port
+	rxV, rxQPN, rxCI, rxErr                          Port
+	rcV, rcQPN, rcRQ, rcCQ, rcWR, rcOpc              Port
+	rcSt, rcLen, rcInv, rcSol, rcInvd, rcSil         Port
+	cplR, evR, endR                                  Port
+	awR, wR, bID, bResp, bV                          Port
 
 	cmdR, dbR, txR, rxR, rcR                  Port
 	cplV, cplCQ, cplQPN, cplWR, cplOpc, cplSt Port
@@ -73,6 +73,7 @@ func lookupCardStatCyclePorts(l Layout) (cardStatCyclePorts, error) {
 	p.txV, p.txQPN, p.txSQ, p.txPI = s.in("s_tx_valid"), s.in("s_tx_qpn"), s.in("s_tx_sq_ci"), s.in("s_tx_txs_pi")
 	p.txCQE, p.txCQ, p.txWR, p.txOpc = s.in("s_tx_cqe"), s.in("s_tx_cq"), s.in("s_tx_wr_id"), s.in("s_tx_opcode")
 	p.txSt, p.txLen, p.txCause, p.txTrm = s.in("s_tx_status"), s.in("s_tx_byte_len"), s.in("s_tx_term_cause"), s.in("s_tx_term")
+	p.txKeep = s.in("s_tx_keep_txs")
 	p.rxV, p.rxQPN, p.rxCI, p.rxErr = s.in("s_rx_valid"), s.in("s_rx_qpn"), s.in("s_rx_rxs_ci"), s.in("s_rx_err")
 	p.rcV, p.rcQPN, p.rcRQ, p.rcCQ = s.in("s_rc_valid"), s.in("s_rc_qpn"), s.in("s_rc_rq_ci"), s.in("s_rc_cq")
 	p.rcWR, p.rcOpc, p.rcSt, p.rcLen = s.in("s_rc_wr_id"), s.in("s_rc_opcode"), s.in("s_rc_status"), s.in("s_rc_byte_len")
@@ -104,7 +105,7 @@ func (p *cardStatCyclePorts) get(in []uint32, x *cycle.CardStatIn) {
 	x.DBValid, x.DBKind, x.DBIndex, x.DBValue = t(p.dbV), cs.DBKind(g(p.dbKind)), uint16(g(p.dbIdx)), uint32(g(p.dbVal))
 	x.TxValid = t(p.txV)
 	x.Tx = cycle.CardStatTx{QPN: uint16(g(p.txQPN)), SQCI: uint16(g(p.txSQ)), TXSPI: uint32(g(p.txPI)), CQE: t(p.txCQE), CQ: uint16(g(p.txCQ)),
-		WRID: g(p.txWR), Opcode: uint8(g(p.txOpc)), Status: uint8(g(p.txSt)), ByteLen: uint32(g(p.txLen)), TermCause: uint16(g(p.txCause)), Term: t(p.txTrm)}
+		WRID: g(p.txWR), Opcode: uint8(g(p.txOpc)), Status: uint8(g(p.txSt)), ByteLen: uint32(g(p.txLen)), TermCause: uint16(g(p.txCause)), Term: t(p.txTrm), KeepTXSPI: t(p.txKeep)}
 	x.RxValid = t(p.rxV)
 	x.Rx = cycle.CardStatRx{QPN: uint16(g(p.rxQPN)), RXSCI: uint32(g(p.rxCI)), Err: t(p.rxErr)}
 	x.RcValid = t(p.rcV)
@@ -142,6 +143,7 @@ func (p *cardStatCyclePorts) set(in []uint32, x *cycle.CardStatIn) {
 	p.txLen.Set(in, uint64(t.ByteLen))
 	p.txCause.Set(in, uint64(t.TermCause))
 	p.txTrm.Set(in, b2u(t.Term))
+	p.txKeep.Set(in, b2u(t.KeepTXSPI))
 	p.rxV.Set(in, b2u(x.RxValid))
 	p.rxQPN.Set(in, uint64(x.Rx.QPN))
 	p.rxCI.Set(in, uint64(x.Rx.RXSCI))
@@ -457,7 +459,7 @@ func (d *cardStatCycleDriver) offer() {
 			}
 			x.TxValid = true
 			x.Tx = cycle.CardStatTx{QPN: n, SQCI: q.sqCI, TXSPI: q.txsPI, CQE: !term && r.Chance(128), CQ: uint16(r.IntN(cs.MaxCQ)),
-				WRID: r.Uint64(), Opcode: uint8(r.IntN(6)), Status: uint8(r.IntN(10)), ByteLen: r.Uint32(), TermCause: cause, Term: term}
+				WRID: r.Uint64(), Opcode: uint8(r.IntN(6)), Status: uint8(r.IntN(10)), ByteLen: r.Uint32(), TermCause: cause, Term: term, KeepTXSPI: !term && r.Chance(8)}
 		}
 	}
 	if !x.RcValid && d.chance(40) {
@@ -494,7 +496,7 @@ func (d *cardStatCycleDriver) scramble() {
 	}
 	if !x.TxValid {
 		x.Tx = cycle.CardStatTx{QPN: uint16(r.IntN(cs.MaxQP)), SQCI: uint16(r.Uint32()), TXSPI: r.Uint32(), CQE: r.IntN(2) == 0, CQ: uint16(r.IntN(cs.MaxCQ)),
-			WRID: r.Uint64(), Opcode: uint8(r.Uint32()), Status: uint8(r.Uint32()), ByteLen: r.Uint32(), TermCause: uint16(r.Uint32()), Term: r.IntN(2) == 0}
+			WRID: r.Uint64(), Opcode: uint8(r.Uint32()), Status: uint8(r.Uint32()), ByteLen: r.Uint32(), TermCause: uint16(r.Uint32()), Term: r.IntN(2) == 0, KeepTXSPI: r.IntN(2) == 0}
 	}
 	if !x.RxValid {
 		x.Rx = cycle.CardStatRx{QPN: uint16(r.IntN(cs.MaxQP)), RXSCI: r.Uint32(), Err: r.IntN(2) == 0}

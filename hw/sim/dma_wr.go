@@ -72,9 +72,9 @@ type dmaWrPorts struct {
 	rst, reqValid, reqReady, reqAddr, reqLen, reqTag Port
 	sData, sValid, sReady                            Port
 	axiWrPorts
-	awReady, wReady                                Port
-	bID, bResp, bValid, dValid, dReady, dTag, dErr Port
-	lanes                                          int
+	awReady, wReady                                           Port
+	bID, bResp, bValid, dValid, dReady, dTag, dErr, dErrBurst Port
+	lanes                                                     int
 }
 
 func lookupDMAWrPorts(l Layout) (dmaWrPorts, error) {
@@ -86,7 +86,7 @@ func lookupDMAWrPorts(l Layout) (dmaWrPorts, error) {
 		"m_axi_bvalid": &p.bValid, "m_done_ready": &p.dReady,
 	}, map[string]*Port{
 		"s_req_ready": &p.reqReady, "s_axis_tready": &p.sReady,
-		"m_done_valid": &p.dValid, "m_done_tag": &p.dTag, "m_done_err": &p.dErr,
+		"m_done_valid": &p.dValid, "m_done_tag": &p.dTag, "m_done_err": &p.dErr, "m_done_err_burst": &p.dErrBurst,
 	})
 	s := &portSet{l: l}
 	p.axiWrPorts = s.axiWr()
@@ -142,6 +142,17 @@ func (a *dmaWrModel) Step(in, out []uint32) {
 	p.dValid.Set(out, b2u(o.DValid))
 	p.dTag.Set(out, uint64(o.DTag))
 	p.dErr.Set(out, b2u(o.DErr))
+	p.dErrBurst.Set(out, uint64(o.DErrBurst))
+}
+
+// dmaWrBurstAddr is the first byte burst k of a dma_wr request at addr
+// writes, as m_done_err_burst's contract gives it.
+func dmaWrBurstAddr(addr uint64, k, width int) uint64 {
+	if k == 0 {
+		return addr
+	}
+	b := uint64(gen.DMAMaxBurst(width))
+	return addr&^(b-1) + uint64(k)*b
 }
 
 // wrByte is byte i of the data of a write request (address, tag).
@@ -156,6 +167,7 @@ type dmaWrReqT struct {
 	awBeats  int // beats not yet covered by burst addresses
 	nextBeat uint64
 	err      bool
+	errAddr  uint64 // the first byte of its first burst with an error response
 }
 
 type dmaWrBurstT struct {
@@ -323,6 +335,11 @@ func (d *dmaWrDriver) Observe(in, out []uint32) {
 			d.fail("completion tag %d, want %d", p.dTag.Get(out), q.tag)
 		case (p.dErr.Get(out) != 0) != q.err:
 			d.fail("request tag %d: err %d, its bursts' error %v", q.tag, p.dErr.Get(out), q.err)
+		case !q.err && p.dErrBurst.Get(out) != 0:
+			d.fail("request tag %d: no error, m_done_err_burst %d", q.tag, p.dErrBurst.Get(out))
+		case q.err && dmaWrBurstAddr(q.addr, int(p.dErrBurst.Get(out)), d.cfg.Width) != q.errAddr:
+			d.fail("request tag %d at %#x: m_done_err_burst %d names %#x, its first refused burst starts at %#x", q.tag, q.addr,
+				p.dErrBurst.Get(out), dmaWrBurstAddr(q.addr, int(p.dErrBurst.Get(out)), d.cfg.Width), q.errAddr)
 		}
 		d.done++
 		d.Requests++
@@ -363,6 +380,9 @@ func (d *dmaWrDriver) acceptAW(addr uint64, beats int, size, burst uint64) {
 	b := &dmaWrBurstT{addr: addr / L, beats: beats}
 	if d.random && d.rng.Chance(2) {
 		b.resp = uint8(2 + d.rng.IntN(2))
+		if !q.err {
+			q.errAddr = max(addr, q.addr)
+		}
 		q.err = true
 	}
 	d.bursts = append(d.bursts, b)

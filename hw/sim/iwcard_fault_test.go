@@ -672,3 +672,90 @@ func TestCardCosimPlaceFault(t *testing.T) {
 func (b *wcBench) writeFaulted(q *wcQP, addr uint64, n uint32) []cs.EQEType {
 	return b.faulted(q, addr, n, true)
 }
+
+// TestCardCosimTxRingFault: a page of a transmit stream ring the host
+// refuses to let the card write fails its QP as it fails the card
+// model's: DMA_FAULT (OBJ the QP, INFO the first refused byte, a write)
+// then QP_ERROR DMA, no Terminate (the ring cannot carry it), TXS_PI left
+// at the refused FPDU's start with TX_CLOSED, and every WQE not done
+// completed WR_FLUSH_ERR, signaled or not. Write responses come 250 to
+// 500 cycles late, so the RTL has written FPDUs past the refused one, and
+// written back WQEs behind it, before it hears of the refusal: those
+// FPDUs are never published, those WQEs complete WR_FLUSH_ERR. The other
+// QP goes on.
+func TestCardCosimTxRingFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			timing := wcTiming
+			timing.Timing.WriteLatency, timing.Timing.WriteJitter = 250, 250
+			b := newWCBench(t, w, seed, timing, 2, func(i int, q *wcQP) {
+				if i == 0 {
+					q.sqLog, q.txsLog = 6, 13 // two pages of ring
+				}
+			})
+			for round := 0; round < 2; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q, o := b.qps[0], b.qps[1]
+			r := b.rng
+			ring := uint32(1) << q.txsLog
+			base := wcTXS + uint64(q.n)<<16
+			st := b.rtlStat(q.n)
+			pi := st.TXSPI()
+			// The page TXS_PI is in (the next FPDU runs into it at once)
+			// or the next one.
+			page := ((pi&(ring-1))/4096 + uint32(r.IntN(2))) * 4096 & (ring - 1)
+			b.refusePage(base + uint64(page))
+			b.rf = map[uint32]bool{q.n: true}
+			dist := int(uint32(page)-pi) & int(ring-1) // stream octets before the refused page
+			if uint32(page) == pi&(ring-1)&^4095 {
+				dist = 0
+			}
+			posted := q.posted
+			for sent := 0; sent < dist+6000; {
+				n := 500 + r.IntN(1000)
+				wqe := make([]byte, cs.BB)
+				h := cs.WQE(wqe)
+				h.SetOpcode(cs.WQEOpcodeRDMAWrite)
+				h.SetSignaled(r.Chance(2))
+				h.SetBBS(1)
+				h.SetNSGE(1)
+				h.SetWRID(r.Uint64())
+				h.SetRemoteAddr(r.Uint64())
+				h.SetRKey(r.Uint32())
+				e := cs.SGE(wqe[cs.WQEHdr:])
+				e.SetAddr(wcSrc + uint64(q.n)<<16 + uint64(r.IntN(wcSrcLen-n+1)))
+				e.SetLength(uint32(n))
+				e.SetLKey(uint32(q.src[0]))
+				b.postWQE(q, wqe)
+				sent += n
+			}
+			b.ring(q)
+			b.runModel()
+			b.runRTL(5_000_000)
+			b.compare()
+			ms := faultRegs(t, b.model.Read32)
+			addr := uint64(ms[2])<<32 | uint64(ms[1])
+			require.True(t, addr >= base+uint64(page) && addr < base+uint64(page)+4096, "seed %d: the model's fault at %#x, outside the refused page %#x", seed, addr, base+uint64(page))
+			evs := b.writeFaulted(q, addr, 1)
+			require.NotContains(t, evs, cs.EQETypeTermSent, "seed %d: a Terminate on a ring that cannot carry it", seed)
+			st = b.rtlStat(q.n)
+			require.True(t, st.TXClosed(), "seed %d: TX_CLOSED", seed)
+			require.LessOrEqual(t, int(st.TXSPI()-pi), dist, "seed %d: TXS_PI past the refused page's start", seed)
+			var flushed int
+			for _, c := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+				if e := cs.CQE(c); e.QPN() == uint16(q.n) && e.Status() == cs.WCStatusWRFlushErr {
+					flushed++
+				}
+			}
+			require.Positive(t, flushed, "seed %d: no WQE completed WR_FLUSH_ERR", seed)
+			k := wcKey{"txs", q.n}
+			past := len(bytes.Join(b.rWrite[k], nil)) - len(bytes.Join(b.mWrite[k], nil))
+			t.Logf("seed %d: refused page %#x (%d octets past TXS_PI %d); %d WQEs posted, %d flushed; TXS_PI %d; the RTL wrote %d octets past the refused page",
+				seed, base+uint64(page), dist, pi, q.posted-posted, flushed, st.TXSPI(), past)
+			b.goesOn(o)
+		})
+	}
+}

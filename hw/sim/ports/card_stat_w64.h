@@ -31,6 +31,7 @@
     X(s_tx_byte_len, 32) \
     X(s_tx_term_cause, 16) \
     X(s_tx_term, 1) \
+    X(s_tx_keep_txs, 1) \
     X(s_rx_valid, 1) \
     X(s_rx_qpn, 10) \
     X(s_rx_rxs_ci, 32) \

@@ -148,6 +148,7 @@
     X(m_cpl_sq_ci, 16) \
     X(m_cpl_txs_pi, 32) \
     X(m_cpl_term, 1) \
+    X(m_cpl_keep_txs, 1) \
     X(m_cpl_term_cause, 16) \
     X(m_baddb_valid, 1) \
     X(m_baddb_qpn, 10) \

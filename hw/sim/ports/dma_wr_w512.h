@@ -39,5 +39,6 @@
     X(m_done_valid, 1) \
     X(m_done_tag, 8) \
     X(m_done_err, 1) \
+    X(m_done_err_burst, 5) \
     /* end */
 
