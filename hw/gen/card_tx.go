@@ -1366,9 +1366,6 @@ func CardTx(width int) (*Module, error) {
 	iQP := m.WireOf("rf_info_qp", Bits(wrInfo, QB+96-1, 96), "")
 	iCut := m.WireOf("rf_info_cut", Bits(wrInfo, 95, 64), "the refused FPDU's stream offset")
 	iAddr := m.WireOf("rf_info_addr", Bits(wrInfo, 63, 0), "the write's address")
-	BL := log2(DMAMaxBurst(W))
-	iFault := m.WireOf("rf_info_fault", Sel(RedOr(ebQ), Add(Cat(Bits(iAddr, 63, BL), C(BL, 0)), zext(Cat(ebQ, C(BL, 0)), 64)), iAddr),
-		"the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)")
 	deadSet := m.Wire("rf_dead_set", 1, "")
 	dead := qpFlag("rf_dead", "a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further", C(1, 0), And(rfHot, Rep(deadSet, CardTxQPs)))
 	m.Assign(deadSet, And(rfNew, Not(RedOr(And(dead, rfHot)))))
@@ -1376,7 +1373,16 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(rfV, big.NewInt(0), Or(deadSet, And(rfV, Not(rfStore), Not(rfDrop))), nil)
 	m.Drive(rfQP, nil, iQP, errSeen)
 	rfCut := m.Reg("rf_cut", 32, nil, iCut, errSeen, "")
-	rfAddr := m.Reg("rf_addr", 64, nil, iFault, errSeen, "")
+	// The first refused byte, a cycle later (rf_new): burst k > 0 starts
+	// at a burst boundary (dma_wr's m_done_err_burst).
+	rfWAddr := m.Reg("rf_write_addr", 64, nil, iAddr, errSeen, "the refused write's address")
+	rfEB := m.Reg("rf_write_burst", DMAWrErrBurstBits(W), nil, ebQ, errSeen, "")
+	BL := log2(DMAMaxBurst(W))
+	// A request is at most 64 KiB: k bursts are added to address bits
+	// 16:BL, and a carry out of them increments the bits above.
+	rfLow := m.WireOf("rf_addr_low", Add(zext(Bits(rfWAddr, 16, BL), 18-BL), zext(rfEB, 18-BL)), "")
+	rfHigh := m.WireOf("rf_addr_high", Sel(Bit(rfLow, 17-BL), IncBits(rfWAddr, 63, 17), Bits(rfWAddr, 63, 17)), "")
+	rfAddr := m.Reg("rf_addr", 64, nil, Sel(RedOr(rfEB), Cat(rfHigh, Bits(rfLow, 16-BL, 0), C(BL, 0)), rfWAddr), rfNew, "")
 	m.Assign(rfStAddr, rfQP)
 	// The state read (qp_state_f at rf_qp) is a cycle old, so it is
 	// valid from the cycle after rf_new: the QP is stored only when it

@@ -1318,11 +1318,14 @@ architecture rtl of card_tx_w512 is
     signal rf_info_qp : std_logic_vector(9 downto 0);
     signal rf_info_cut : std_logic_vector(31 downto 0); -- the refused FPDU's stream offset
     signal rf_info_addr : std_logic_vector(63 downto 0); -- the write's address
-    signal rf_info_fault : std_logic_vector(63 downto 0); -- the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)
     signal rf_dead_set : std_logic;
     signal rf_dead : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
     signal rf_drop : std_logic;              -- the refused write's QP is not live, or has a Terminate pending: it is only dead
     signal rf_cut : std_logic_vector(31 downto 0);
+    signal rf_write_addr : std_logic_vector(63 downto 0); -- the refused write's address
+    signal rf_write_burst : std_logic_vector(4 downto 0);
+    signal rf_addr_low : std_logic_vector(5 downto 0);
+    signal rf_addr_high : std_logic_vector(46 downto 0);
     signal rf_addr : std_logic_vector(63 downto 0);
     signal rf_live : std_logic;
     signal qrfq_qp : std_logic_vector(9 downto 0);
@@ -10440,11 +10443,16 @@ begin
     rf_info_qp <= wr_info_rd(105 downto 96);
     rf_info_cut <= wr_info_rd(95 downto 64);
     rf_info_addr <= wr_info_rd(63 downto 0);
-    rf_info_fault <= mux(or rf_burst, std_logic_vector(unsigned(std_logic_vector'(rf_info_addr(63 downto 12) & x"000")) + unsigned(std_logic_vector'(
-        "00000000000000000000000000000000000000000000000" &
-        std_logic_vector'(rf_burst & x"000")
-    ))), rf_info_addr);
     rf_dead_set <= rf_new and (not (or (rf_dead and qrf_1h)));
+    rf_addr_low <= std_logic_vector(unsigned(std_logic_vector'('0' & rf_write_addr(16 downto 12))) + unsigned(std_logic_vector'('0' & rf_write_burst)));
+    rf_addr_high <= mux(rf_addr_low(5), std_logic_vector'(
+        mux(((and rf_write_addr(28 downto 17)) and (and rf_write_addr(40 downto 29))) and (and rf_write_addr(52 downto 41)),
+            std_logic_vector(unsigned(rf_write_addr(63 downto 53)) + unsigned'("00000000001")), rf_write_addr(63 downto 53)) &
+        mux((and rf_write_addr(28 downto 17)) and (and rf_write_addr(40 downto 29)),
+            std_logic_vector(unsigned(rf_write_addr(52 downto 41)) + unsigned'(x"001")), rf_write_addr(52 downto 41)) &
+        mux(and rf_write_addr(28 downto 17), std_logic_vector(unsigned(rf_write_addr(40 downto 29)) + unsigned'(x"001")), rf_write_addr(40 downto 29)) &
+        std_logic_vector(unsigned(rf_write_addr(28 downto 17)) + unsigned'(x"001"))
+    ), rf_write_addr(63 downto 17));
     rf_state_addr <= rf_qp;
     rf_live <= (rf_v and b2l(qp_state_f_rd = "01")) and (not (or ((term_pend or term_blame) and qrf_1h)));
     qrfq_qp <= rf_qp;
@@ -17338,11 +17346,29 @@ begin
         end if;
     end process;
 
-    rf_addr_reg : process (clk)
+    rf_write_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rf_seen = '1' then
-                rf_addr <= rf_info_fault;
+                rf_write_addr <= rf_info_addr;
+            end if;
+        end if;
+    end process;
+
+    rf_write_burst_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rf_seen = '1' then
+                rf_write_burst <= rf_burst;
+            end if;
+        end if;
+    end process;
+
+    rf_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rf_new = '1' then
+                rf_addr <= mux(or rf_write_burst, std_logic_vector'(rf_addr_high & rf_addr_low(4 downto 0) & x"000"), rf_write_addr);
             end if;
         end if;
     end process;

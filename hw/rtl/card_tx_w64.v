@@ -1280,11 +1280,14 @@ module card_tx_w64 (
     wire [9:0]     rf_info_qp;
     wire [31:0]    rf_info_cut;              // the refused FPDU's stream offset
     wire [63:0]    rf_info_addr;             // the write's address
-    wire [63:0]    rf_info_fault;            // the first refused byte: burst k > 0 starts at a burst boundary (dma_wr's m_done_err_burst)
     wire           rf_dead_set;
     reg  [1023:0]  rf_dead;                  // a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
     wire           rf_drop;                  // the refused write's QP is not live, or has a Terminate pending: it is only dead
     reg  [31:0]    rf_cut;
+    reg  [63:0]    rf_write_addr;            // the refused write's address
+    reg  [5:0]     rf_write_burst;
+    wire [6:0]     rf_addr_low;
+    wire [46:0]    rf_addr_high;
     reg  [63:0]    rf_addr;
     wire           rf_live;
     wire [9:0]     qrfq_qp;
@@ -10304,8 +10307,14 @@ module card_tx_w64 (
     assign rf_info_qp = wr_info_rd[105:96];
     assign rf_info_cut = wr_info_rd[95:64];
     assign rf_info_addr = wr_info_rd[63:0];
-    assign rf_info_fault = |rf_burst ? ({rf_info_addr[63:11], 11'h000} + {47'h000000000000, {rf_burst, 11'h000}}) : rf_info_addr;
     assign rf_dead_set = rf_new & ~|(rf_dead & qrf_1h);
+    assign rf_addr_low = {1'h0, rf_write_addr[16:11]} + {1'h0, rf_write_burst};
+    assign rf_addr_high = rf_addr_low[6] ? {
+        ((&rf_write_addr[28:17] & &rf_write_addr[40:29]) & &rf_write_addr[52:41]) ? (rf_write_addr[63:53] + 11'h001) : rf_write_addr[63:53],
+        (&rf_write_addr[28:17] & &rf_write_addr[40:29]) ? (rf_write_addr[52:41] + 12'h001) : rf_write_addr[52:41],
+        &rf_write_addr[28:17] ? (rf_write_addr[40:29] + 12'h001) : rf_write_addr[40:29],
+        rf_write_addr[28:17] + 12'h001
+    } : rf_write_addr[63:17];
     assign rf_state_addr = rf_qp;
     assign rf_live = (rf_v & (qp_state_f_rd == 2'h1)) & ~|((term_pend | term_blame) & qrf_1h);
     assign qrfq_qp = rf_qp;
@@ -15892,7 +15901,19 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rf_seen) begin
-            rf_addr <= rf_info_fault;
+            rf_write_addr <= rf_info_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rf_seen) begin
+            rf_write_burst <= rf_burst;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rf_new) begin
+            rf_addr <= |rf_write_burst ? {rf_addr_high, rf_addr_low[5:0], 11'h000} : rf_write_addr;
         end
     end
 
