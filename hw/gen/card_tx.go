@@ -1356,13 +1356,13 @@ func CardTx(width int) (*Module, error) {
 	errSeen := m.RegDecl("rf_seen", 1, "an error completion was taken last cycle: its write is read from wr_info")
 	rfNew := m.RegDecl("rf_new", 1, "... two cycles ago: its QP is looked up in rf_dead")
 	rfV := m.RegDecl("rf_v", 1, "a refused ring write's QP waits to be put in error")
-	headWaits := m.WireOf("rf_head_waits", Or(Not(RedOr(cq.Count)), And(Not(h[8]), Eq(dn, C(4, 0))), And(h[8], h[15], RedOr(abWait))),
-		"no record can go out before more write responses")
+	headDone := m.WireOf("cpl_head_done", Sel(h[8], Not(And(h[15], RedOr(abWait))), RedOr(dn)), "the head record's writes have their responses")
+	headWaits := m.WireOf("rf_head_waits", Or(Not(RedOr(cq.Count)), Not(headDone)), "no record can go out before more write responses")
 	rfBusy := m.WireOf("rf_busy", Or(errSeen, rfNew), "a refused write is being looked up: no record goes out")
 	m.Assign(doneReady, Or(Not(doneErr), And(headWaits, Not(rfBusy), Not(rfV))))
 	m.Drive(errSeen, big.NewInt(0), And(doneGo, doneErr), nil)
 	m.Drive(rfNew, big.NewInt(0), errSeen, nil)
-	ebQ := m.Reg("rf_burst", DMAWrErrBurstBits(W), nil, doneEB, doneGo, "the refused write's first refused burst")
+	ebQ := m.Reg("rf_burst", DMAWrErrBurstBits(W), nil, doneEB, And(doneGo, doneErr), "the refused write's first refused burst (held: no error completion is taken until it is used)")
 	iQP := m.WireOf("rf_info_qp", Bits(wrInfo, QB+96-1, 96), "")
 	iCut := m.WireOf("rf_info_cut", Bits(wrInfo, 95, 64), "the refused FPDU's stream offset")
 	iAddr := m.WireOf("rf_info_addr", Bits(wrInfo, 63, 0), "the write's address")
@@ -1376,13 +1376,12 @@ func CardTx(width int) (*Module, error) {
 	// The first refused byte, a cycle later (rf_new): burst k > 0 starts
 	// at a burst boundary (dma_wr's m_done_err_burst).
 	rfWAddr := m.Reg("rf_write_addr", 64, nil, iAddr, errSeen, "the refused write's address")
-	rfEB := m.Reg("rf_write_burst", DMAWrErrBurstBits(W), nil, ebQ, errSeen, "")
 	BL := log2(DMAMaxBurst(W))
 	// A request is at most 64 KiB: k bursts are added to address bits
 	// 16:BL, and a carry out of them increments the bits above.
-	rfLow := m.WireOf("rf_addr_low", Add(zext(Bits(rfWAddr, 16, BL), 18-BL), zext(rfEB, 18-BL)), "")
+	rfLow := m.WireOf("rf_addr_low", Add(zext(Bits(rfWAddr, 16, BL), 18-BL), zext(ebQ, 18-BL)), "")
 	rfHigh := m.WireOf("rf_addr_high", Sel(Bit(rfLow, 17-BL), IncBits(rfWAddr, 63, 17), Bits(rfWAddr, 63, 17)), "")
-	rfAddr := m.Reg("rf_addr", 64, nil, Sel(RedOr(rfEB), Cat(rfHigh, Bits(rfLow, 16-BL, 0), C(BL, 0)), rfWAddr), rfNew, "")
+	rfAddr := m.Reg("rf_addr", 64, nil, Sel(RedOr(ebQ), Cat(rfHigh, Bits(rfLow, 16-BL, 0), C(BL, 0)), rfWAddr), rfNew, "")
 	m.Assign(rfStAddr, rfQP)
 	// The state read (qp_state_f at rf_qp) is a cycle old, so it is
 	// valid from the cycle after rf_new: the QP is stored only when it
@@ -1396,7 +1395,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rfDrop, And(rfV, Not(rfLive)))
 	m.Assign(rfRec, Cat(C(1, 1), C(1, 1), zext(Cat(rfAddr, rfCut), 8*cardTxReadReqBytes), C(8*untaggedHdr+32, 0)))
 	hDead := m.WireOf("rf_head_dead", And(RedOr(And(dead, dec("qrfh", h[2]))), Not(h[12])), "the head record is a dead QP's (not its Terminate record)")
-	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Not(rfBusy), Sel(h[8], Not(And(h[15], RedOr(abWait))), RedOr(dn))), "")
+	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Not(rfBusy), headDone), "")
 	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
 	m.Assign(rdoValid, rdoV)
 	m.Assign(rdoQPN, gate(rdoV, m.Reg("rreq_done_qpn_q", QB, big.NewInt(0), h[2], And(cOut, h[11]), "")))

@@ -1312,9 +1312,10 @@ architecture rtl of card_tx_w512 is
     signal rf_seen : std_logic := '0';       -- an error completion was taken last cycle: its write is read from wr_info
     signal rf_new : std_logic := '0';        -- ... two cycles ago: its QP is looked up in rf_dead
     signal rf_v : std_logic := '0';          -- a refused ring write's QP waits to be put in error
+    signal cpl_head_done : std_logic;        -- the head record's writes have their responses
     signal rf_head_waits : std_logic;        -- no record can go out before more write responses
     signal rf_busy : std_logic;              -- a refused write is being looked up: no record goes out
-    signal rf_burst : std_logic_vector(4 downto 0); -- the refused write's first refused burst
+    signal rf_burst : std_logic_vector(4 downto 0); -- the refused write's first refused burst (held: no error completion is taken until it is used)
     signal rf_info_qp : std_logic_vector(9 downto 0);
     signal rf_info_cut : std_logic_vector(31 downto 0); -- the refused FPDU's stream offset
     signal rf_info_addr : std_logic_vector(63 downto 0); -- the write's address
@@ -1323,7 +1324,6 @@ architecture rtl of card_tx_w512 is
     signal rf_drop : std_logic;              -- the refused write's QP is not live, or has a Terminate pending: it is only dead
     signal rf_cut : std_logic_vector(31 downto 0);
     signal rf_write_addr : std_logic_vector(63 downto 0); -- the refused write's address
-    signal rf_write_burst : std_logic_vector(4 downto 0);
     signal rf_addr_low : std_logic_vector(5 downto 0);
     signal rf_addr_high : std_logic_vector(46 downto 0);
     signal rf_addr : std_logic_vector(63 downto 0);
@@ -10437,14 +10437,15 @@ begin
     wr_done_last <= wr_done_go and wr_done_tag(0);
     wr_done_fpdu <= wr_done_go and wr_done_tag(1);
     rreq_done_free <= (not rreq_done_v) or m_rreq_done_ready;
-    rf_head_waits <= ((not (or cq_count)) or ((not cq0_noring) and b2l(cpl_written = x"0"))) or ((cq0_noring and cq0_cut) and (or ab_wait));
+    cpl_head_done <= mux(cq0_noring, not (cq0_cut and (or ab_wait)), or cpl_written);
+    rf_head_waits <= (not (or cq_count)) or (not cpl_head_done);
     rf_busy <= rf_seen or rf_new;
     wr_done_ready <= (not wr_done_err) or ((rf_head_waits and (not rf_busy)) and (not rf_v));
     rf_info_qp <= wr_info_rd(105 downto 96);
     rf_info_cut <= wr_info_rd(95 downto 64);
     rf_info_addr <= wr_info_rd(63 downto 0);
     rf_dead_set <= rf_new and (not (or (rf_dead and qrf_1h)));
-    rf_addr_low <= std_logic_vector(unsigned(std_logic_vector'('0' & rf_write_addr(16 downto 12))) + unsigned(std_logic_vector'('0' & rf_write_burst)));
+    rf_addr_low <= std_logic_vector(unsigned(std_logic_vector'('0' & rf_write_addr(16 downto 12))) + unsigned(std_logic_vector'('0' & rf_burst)));
     rf_addr_high <= mux(rf_addr_low(5), std_logic_vector'(
         mux(((and rf_write_addr(28 downto 17)) and (and rf_write_addr(40 downto 29))) and (and rf_write_addr(52 downto 41)),
             std_logic_vector(unsigned(rf_write_addr(63 downto 53)) + unsigned'("00000000001")), rf_write_addr(63 downto 53)) &
@@ -12521,7 +12522,7 @@ begin
         b2l(qrfh_qp = "0000000000")
     );
     rf_head_dead <= (or (rf_dead and qrfh_1h)) and (not cq0_term);
-    cpl_load <= (((cpl_free and rreq_done_free) and (or cq_count)) and (not rf_busy)) and mux(cq0_noring, not (cq0_cut and (or ab_wait)), or cpl_written);
+    cpl_load <= (((cpl_free and rreq_done_free) and (or cq_count)) and (not rf_busy)) and cpl_head_done;
     m_rreq_done_valid <= rreq_done_v;
     m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
     cq_pop <= std_logic_vector'("000" & cpl_load);
@@ -17300,7 +17301,7 @@ begin
     rf_burst_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if wr_done_go = '1' then
+            if (wr_done_go and wr_done_err) = '1' then
                 rf_burst <= wr_done_err_burst;
             end if;
         end if;
@@ -17355,20 +17356,11 @@ begin
         end if;
     end process;
 
-    rf_write_burst_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rf_seen = '1' then
-                rf_write_burst <= rf_burst;
-            end if;
-        end if;
-    end process;
-
     rf_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rf_new = '1' then
-                rf_addr <= mux(or rf_write_burst, std_logic_vector'(rf_addr_high & rf_addr_low(4 downto 0) & x"000"), rf_write_addr);
+                rf_addr <= mux(or rf_burst, std_logic_vector'(rf_addr_high & rf_addr_low(4 downto 0) & x"000"), rf_write_addr);
             end if;
         end if;
     end process;

@@ -1274,9 +1274,10 @@ module card_tx_w64 (
     reg            rf_seen;                  // an error completion was taken last cycle: its write is read from wr_info
     reg            rf_new;                   // ... two cycles ago: its QP is looked up in rf_dead
     reg            rf_v;                     // a refused ring write's QP waits to be put in error
+    wire           cpl_head_done;            // the head record's writes have their responses
     wire           rf_head_waits;            // no record can go out before more write responses
     wire           rf_busy;                  // a refused write is being looked up: no record goes out
-    reg  [5:0]     rf_burst;                 // the refused write's first refused burst
+    reg  [5:0]     rf_burst;                 // the refused write's first refused burst (held: no error completion is taken until it is used)
     wire [9:0]     rf_info_qp;
     wire [31:0]    rf_info_cut;              // the refused FPDU's stream offset
     wire [63:0]    rf_info_addr;             // the write's address
@@ -1285,7 +1286,6 @@ module card_tx_w64 (
     wire           rf_drop;                  // the refused write's QP is not live, or has a Terminate pending: it is only dead
     reg  [31:0]    rf_cut;
     reg  [63:0]    rf_write_addr;            // the refused write's address
-    reg  [5:0]     rf_write_burst;
     wire [6:0]     rf_addr_low;
     wire [46:0]    rf_addr_high;
     reg  [63:0]    rf_addr;
@@ -10301,14 +10301,15 @@ module card_tx_w64 (
     assign wr_done_last = wr_done_go & wr_done_tag[0];
     assign wr_done_fpdu = wr_done_go & wr_done_tag[1];
     assign rreq_done_free = ~rreq_done_v | m_rreq_done_ready;
-    assign rf_head_waits = (~|cq_count | (~cq0_noring & (cpl_written == 4'h0))) | ((cq0_noring & cq0_cut) & |ab_wait);
+    assign cpl_head_done = cq0_noring ? ~(cq0_cut & |ab_wait) : |cpl_written;
+    assign rf_head_waits = ~|cq_count | ~cpl_head_done;
     assign rf_busy = rf_seen | rf_new;
     assign wr_done_ready = ~wr_done_err | ((rf_head_waits & ~rf_busy) & ~rf_v);
     assign rf_info_qp = wr_info_rd[105:96];
     assign rf_info_cut = wr_info_rd[95:64];
     assign rf_info_addr = wr_info_rd[63:0];
     assign rf_dead_set = rf_new & ~|(rf_dead & qrf_1h);
-    assign rf_addr_low = {1'h0, rf_write_addr[16:11]} + {1'h0, rf_write_burst};
+    assign rf_addr_low = {1'h0, rf_write_addr[16:11]} + {1'h0, rf_burst};
     assign rf_addr_high = rf_addr_low[6] ? {
         ((&rf_write_addr[28:17] & &rf_write_addr[40:29]) & &rf_write_addr[52:41]) ? (rf_write_addr[63:53] + 11'h001) : rf_write_addr[63:53],
         (&rf_write_addr[28:17] & &rf_write_addr[40:29]) ? (rf_write_addr[52:41] + 12'h001) : rf_write_addr[52:41],
@@ -12383,7 +12384,7 @@ module card_tx_w64 (
         qrfh_qp == 10'h000
     };
     assign rf_head_dead = |(rf_dead & qrfh_1h) & ~cq0_term;
-    assign cpl_load = (((cpl_free & rreq_done_free) & |cq_count) & ~rf_busy) & (cq0_noring ? ~(cq0_cut & |ab_wait) : |cpl_written);
+    assign cpl_load = (((cpl_free & rreq_done_free) & |cq_count) & ~rf_busy) & cpl_head_done;
     assign m_rreq_done_valid = rreq_done_v;
     assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
     assign cq_pop = {3'h0, cpl_load};
@@ -15866,7 +15867,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (wr_done_go) begin
+        if (wr_done_go & wr_done_err) begin
             rf_burst <= wr_done_err_burst;
         end
     end
@@ -15906,14 +15907,8 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (rf_seen) begin
-            rf_write_burst <= rf_burst;
-        end
-    end
-
-    always @(posedge clk) begin
         if (rf_new) begin
-            rf_addr <= |rf_write_burst ? {rf_addr_high, rf_addr_low[5:0], 11'h000} : rf_write_addr;
+            rf_addr <= |rf_burst ? {rf_addr_high, rf_addr_low[5:0], 11'h000} : rf_write_addr;
         end
     end
 
