@@ -26,7 +26,11 @@ import (
 //   - records leave the queue in order through card_cq's dma_wr (modelled
 //     by DMAWr), one request ahead of its data (two requests in flight);
 //   - write responses come back as dma_wr completions, each numbered
-//     write's address and QP kept for its fault report.
+//     write's address, QP and CQ kept for its fault report; none is taken
+//     while two CQE faults wait for stage A, which takes a waiting fault
+//     after the EQ configuration, CQ_CMD and EQ_DB and before the round
+//     robin; in stage D it puts a live CQ in error (the model's CQ_ERROR)
+//     and is reported on m_fault_* the cycle after.
 
 // CardCQMaxSources is how many engines (a completion and an event port
 // each) card_cq can take.
@@ -50,6 +54,9 @@ const CardCQBursts = 128
 // cardCQWrites is how many writes card_cq numbers for its fault reports
 // (the dma_wr tag above its is-an-EQE bit).
 const cardCQWrites = 256
+
+// cardCQFaults is the depth of card_cq's queue of CQE faults.
+const cardCQFaults = 4
 
 // cardCQIdx masks the free-running CQ and EQ indices (24 bits).
 const cardCQIdx = 1<<24 - 1
@@ -137,8 +144,9 @@ type CardCQOut struct {
 
 	OverrunValid bool
 	OverrunCQ    uint16
+	OverrunDMA   bool // the CQ is in error (a CQE's write faulted), not full
 
-	FaultValid bool   // a write got an error response (the cycle after dma_wr reports it done)
+	FaultValid bool   // an EQE's write got an error response (the cycle after dma_wr reports it done), or a CQE's put its CQ in error (the cycle after stage D)
 	FaultAddr  uint64 // its address
 	FaultQPN   uint16 // a CQE's QP, 0 for an EQE
 	FaultEQE   bool
@@ -162,6 +170,7 @@ const (
 	cqOpCmd
 	cqOpEQCfg
 	cqOpEQDB
+	cqOpFault // a CQE's write faulted
 )
 
 // cardCQOp is one operation taken, as it goes through stages B, C and D.
@@ -180,10 +189,13 @@ type cardCQOp struct {
 	enable bool
 	eqCI   uint32
 	eqArm  bool
+	flt    cardCQFlt // the faulted CQE
 }
 
 // ctxOp reports whether the operation reads and may write a CQ context.
-func (o *cardCQOp) ctxOp() bool { return o.kind == cqOpCpl || o.kind == cqOpCQDB || o.kind == cqOpCmd }
+func (o *cardCQOp) ctxOp() bool {
+	return o.kind == cqOpCpl || o.kind == cqOpCQDB || o.kind == cqOpCmd || o.kind == cqOpFault
+}
 
 // cardCQCtx is a CQ context (the card model's cq).
 type cardCQCtx struct {
@@ -195,6 +207,7 @@ type cardCQCtx struct {
 	armed   bool
 	solOnly bool
 	overrun bool
+	err     bool // a CQE's write faulted: no CQE until DESTROY
 }
 
 func (c *cardCQCtx) used() uint32 { return (c.pi - c.ci) & cardCQIdx }
@@ -209,6 +222,7 @@ type cardCQRec struct {
 	addr uint64
 	eqe  bool
 	qpn  uint16
+	cq   uint16
 	data [cs.CQESize]byte
 }
 
@@ -216,6 +230,7 @@ type cardCQRec struct {
 type cardCQFlt struct {
 	addr uint64
 	qpn  uint16
+	cq   uint16
 }
 
 // CardCQ is card_cq's cycle model.
@@ -243,8 +258,12 @@ type CardCQ struct {
 	lost           uint32
 	holdV          bool
 	hold           cardCQRec
-	ovV            bool
+	ovV, ovDMA     bool
 	ovCQ           uint16
+	fq             [cardCQFaults]cardCQFlt
+	fqN            int
+	cqFltV         bool
+	cqFlt          cardCQFlt
 	rq             [CardCQRecords]cardCQRec
 	rqN            int
 	sent, beat     int
@@ -305,9 +324,10 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 	// Stage A.
 	initAct := m.initCnt < CardCQClearCycles
 	ctl := m.eqCfgPend || in.CmdValid || in.EQDBValid
+	fault := !ctl && m.fqN > 0
 	nr := 1 + 2*ns
 	grant := -1
-	if !ctl {
+	if !ctl && !fault {
 		for k := 1; k <= nr; k++ {
 			j := (m.rrLast + k) % nr
 			if m.recValid(in, j) {
@@ -316,7 +336,7 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 			}
 		}
 	}
-	take := (ctl || grant >= 0) && bFree && !initAct && !in.Reset
+	take := (ctl || fault || grant >= 0) && bFree && !initAct && !in.Reset
 	*out = CardCQOut{AXIWr: AXIWr{WData: out.WData}}
 	out.CmdReady = take && !m.eqCfgPend && in.CmdValid
 	out.EQDBReady = take && !m.eqCfgPend && !in.CmdValid && in.EQDBValid
@@ -333,11 +353,15 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 	}
 	out.OverrunValid = m.ovV
 	if m.ovV {
-		out.OverrunCQ = m.ovCQ
+		out.OverrunCQ, out.OverrunDMA = m.ovCQ, m.ovDMA
 	}
-	out.FaultValid = m.fltV
-	if m.fltV {
-		out.FaultAddr, out.FaultQPN, out.FaultEQE = m.fltRd.addr, m.fltRd.qpn, m.fltEQE
+	eqeFlt := m.fltV && m.fltEQE
+	out.FaultValid = eqeFlt || m.cqFltV
+	switch {
+	case eqeFlt:
+		out.FaultAddr, out.FaultEQE = m.fltRd.addr, true
+	case m.cqFltV:
+		out.FaultAddr, out.FaultQPN = m.cqFlt.addr, m.cqFlt.qpn
 	}
 	out.Fatal, out.EventsLost, out.InitDone = m.fatal, m.lost, !initAct
 	out.Tight = m.tight
@@ -361,7 +385,11 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 		stop = m.d.kind == cqOpEv && m.d.ev.Stop
 	}
 
-	// The record queue's head towards dma_wr: requests ahead of data.
+	// The record queue's head towards dma_wr: requests ahead of data; a
+	// write response is taken while fewer than two CQE faults wait (the
+	// one read from the fault RAM now goes into the queue at this edge).
+	push, pushed := m.fltV && !m.fltEQE, m.fltRd
+	m.dwIn.DReady = m.fqN < 2
 	m.emit(in, out)
 
 	// Records into the queue (after the head's pop).
@@ -376,15 +404,21 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 		m.hold, m.holdV = *rec2, true
 	}
 
-	// Overrun record.
+	// Overrun record (an overrun, or a fault that put its CQ in error,
+	// which m_fault_* report the next cycle).
+	cqFault := act && m.d.kind == cqOpFault && newOv
+	m.cqFltV = cqFault
+	if cqFault {
+		m.cqFlt = m.d.flt
+	}
 	if newOv {
-		m.ovV, m.ovCQ = true, m.d.cq
+		m.ovV, m.ovCQ, m.ovDMA = true, m.d.cq, m.d.kind == cqOpFault
 	} else if m.ovV && in.OverrunReady {
 		m.ovV = false
 	}
 
 	// Fatal: an EQE's error response, a stopping event done.
-	if m.dwOut.DValid && m.dwOut.DTag&1 != 0 && m.dwOut.DErr || stop {
+	if m.dwOut.DValid && m.dwIn.DReady && m.dwOut.DTag&1 != 0 && m.dwOut.DErr || stop {
 		m.fatal = true
 	}
 
@@ -422,6 +456,14 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 			m.rrLast = grant
 		}
 	}
+	if take && fault {
+		m.fqN--
+		copy(m.fq[:], m.fq[1:])
+	}
+	if push {
+		m.fq[m.fqN] = pushed
+		m.fqN++
+	}
 	m.eqCfgPend = in.EQCfgWrite || m.eqCfgPend && !(take && m.eqCfgPend)
 	if initAct {
 		m.initCnt++
@@ -454,6 +496,8 @@ func (m *CardCQ) taken(in *CardCQIn, grant int) cardCQOp {
 		o.cq = in.CmdNum % cs.MaxCQ
 	case in.EQDBValid:
 		o.kind, o.eqCI, o.eqArm = cqOpEQDB, in.EQDBCI&cardCQIdx, in.EQDBArm
+	case m.fqN > 0:
+		o.kind, o.flt, o.cq = cqOpFault, m.fq[0], m.fq[0].cq
 	case grant == 0:
 		o.kind, o.cq, o.db = cqOpCQDB, in.CQDBIndex%cs.MaxCQ, in.CQDBValue
 	case grant%2 == 1:
@@ -495,8 +539,8 @@ func (m *CardCQ) apply(o *cardCQOp) (rec1, rec2 *cardCQRec, newOv, raise bool, w
 	switch o.kind {
 	case cqOpCpl:
 		q := &m.ctx[o.cq]
-		if !q.valid || m.fatal {
-			return
+		if !q.valid || q.err || m.fatal {
+			return // lost: no CQ, a CQ in error, a stopped card
 		}
 		if q.full() {
 			if !q.overrun {
@@ -508,7 +552,7 @@ func (m *CardCQ) apply(o *cardCQOp) (rec1, rec2 *cardCQRec, newOv, raise bool, w
 		}
 		w := &o.cpl
 		r := &m.cqeBuf
-		*r = cardCQRec{qpn: w.QPN}
+		*r = cardCQRec{qpn: w.QPN, cq: o.cq}
 		e := cs.CQE(r.data[:])
 		e.SetWRID(w.WRID)
 		e.SetByteLen(w.ByteLen)
@@ -535,6 +579,14 @@ func (m *CardCQ) apply(o *cardCQOp) (rec1, rec2 *cardCQRec, newOv, raise bool, w
 		}
 		m.setTight(o.cq)
 		return r, ev1, false, raise, wait
+	case cqOpFault:
+		q := &m.ctx[o.cq]
+		if !q.valid || q.err || m.fatal {
+			return // a CQ gone, already in error, or a stopped card
+		}
+		q.err = true
+		event(uint8(cs.EQETypeCQError), uint32(o.cq), uint32(o.flt.addr), nil)
+		return ev1, nil, true, raise, wait
 	case cqOpEv:
 		if !m.fatal {
 			event(o.ev.Type, o.ev.Obj, o.ev.Info, &o.ev)
@@ -668,18 +720,18 @@ func (m *CardCQ) emit(in *CardCQIn, out *CardCQOut) {
 	// The fault RAM is read (the done's write) before it is written.
 	if o.DValid {
 		m.fltRd = m.flt[o.DTag>>1]
-		if o.DTag&1 != 0 {
+		if o.DTag&1 != 0 && x.DReady {
 			m.done++
 		}
 	} else {
 		m.fltRd = m.flt[0]
 	}
-	m.fltV, m.fltEQE = o.DValid && o.DErr, o.DValid && o.DTag&1 != 0
+	m.fltV, m.fltEQE = o.DValid && x.DReady && o.DErr, o.DValid && o.DTag&1 != 0
 	reqTake := x.ReqValid && o.ReqReady
 	if reqTake {
 		f := cardCQFlt{addr: cand.addr}
 		if !cand.eqe {
-			f.qpn = cand.qpn
+			f.qpn, f.cq = cand.qpn, cand.cq
 		}
 		m.flt[m.wrNum] = f
 		m.wrNum = (m.wrNum + 1) % cardCQWrites

@@ -293,26 +293,39 @@ func TestCardCQInterrupt(t *testing.T) {
 	assert.Zero(t, b.out.EventsLost)
 }
 
-// Error responses: a CQE's is named on m_fault_* the cycle after dma_wr's
-// completion and changes nothing else; an EQE's stops the card (fatal:
-// nothing written after), as does an event with stop.
+// Error responses: a CQE's puts its CQ in error (stage A takes the fault
+// from its queue, stage D acts): m_fault_* name it the cycle after, with
+// its QP, CQ_ERROR is written (INFO the CQE's address) and the overrun
+// record says DMA; later completions on that CQ are lost. An EQE's stops
+// the card (fatal: nothing written after), as does an event with stop.
 func TestCardCQFaults(t *testing.T) {
 	b := newCQBench(t, 512)
 	b.bad[0], b.bad[2] = true, true
 	b.start()
 	b.complete(3, 1)
-	f := b.until(30, "m_fault", func(o *CardCQOut) bool { return o.FaultValid })
-	assert.Equal(t, b.writes[0].respAt+2, f)
+	ov := false
+	f := b.until(30, "m_fault", func(o *CardCQOut) bool {
+		ov = ov || o.OverrunValid && o.OverrunDMA && o.OverrunCQ == 3
+		return o.FaultValid
+	})
+	assert.Equal(t, b.writes[0].respAt+7, f, "response, fault RAM, the queue, stages A to D, m_fault")
 	assert.Equal(t, uint64(cqAt), b.out.FaultAddr)
 	assert.Equal(t, uint16(0x1234), b.out.FaultQPN)
 	assert.False(t, b.out.FaultEQE)
+	assert.True(t, ov || b.out.OverrunValid && b.out.OverrunDMA, "the overrun record of a CQ in error")
 	assert.False(t, b.step().FaultValid, "a pulse")
 	assert.False(t, b.out.Fatal)
-	b.complete(3, 2)
+	b.idle(10)
+	require.Len(t, b.writes, 2)
+	e := cs.EQE(b.writes[1].data)
+	assert.Equal(t, cs.EQETypeCQError, e.Type())
+	assert.Equal(t, uint32(3), e.Obj())
+	assert.Equal(t, uint32(cqAt), e.Info())
+	b.complete(3, 2) // lost: the CQ is in error
 	b.event(cs.EQETypeQPError, 5, false)
 	f = b.until(30, "the EQE's fault", func(o *CardCQOut) bool { return o.FaultValid })
 	require.Len(t, b.writes, 3)
-	assert.Equal(t, uint64(eqAt), b.out.FaultAddr)
+	assert.Equal(t, uint64(eqAt+cs.EQESize), b.out.FaultAddr, "the EQE after CQ_ERROR")
 	assert.Zero(t, b.out.FaultQPN)
 	assert.True(t, b.out.FaultEQE)
 	assert.True(t, b.out.Fatal, "fatal with the fault")

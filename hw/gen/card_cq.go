@@ -48,9 +48,13 @@ const (
 	cqOpDestroy    = 2
 	eqeCQNotify    = 1
 	eqeCQOverrun   = 9
-	eqeTermSent    = 6
-	eqeTermRecv    = 7
-	cardCQKindBit  = 3
+	eqeCQError     = 11
+	// cardCQFaultQ: CQE faults waiting for stage A (card_cq takes no
+	// write response while two wait).
+	cardCQFaultQ  = 4
+	eqeTermSent   = 6
+	eqeTermRecv   = 7
+	cardCQKindBit = 3
 )
 
 // card_cq operations (stage B's kind).
@@ -61,6 +65,7 @@ const (
 	cqkCmd
 	cqkEQCfg
 	cqkEQDB
+	cqkFault // a CQE's write faulted: the CQ goes to error
 )
 
 // CardCQ builds card_cq_w<width>: the card's one writer of CQEs and EQEs,
@@ -81,8 +86,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	L := W / 8
 	m := NewModule(fmt.Sprintf("card_cq_w%d", W), "docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go",
 		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an arming doorbell that finds a completion past its CI (for a solicited-only arming: a solicited or error one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once instead of arming, so that an arm racing a CQE still on its way to memory is not lost; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing. cq_tight says, per CQ, that it has at most %d entries free (set from each context written), and cpl_busy that a completion taken has no verdict yet: card_tx holds a WQE on a tight CQ until the completions before it are written or lost.", NS, cardQueueLog, CardCQTight),
-		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
-		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing), as does an event record with s_ev<i>_stop (card_stat's DMA_FAULT of a status write) once it is written (or lost). Every write whose response is an error is named on m_fault_* (its address, and for a CQE its QP) for DMA_FAULT_*: a RAM of %d entries keeps each write's address and QP until its response; a CQE's fault does nothing else yet (docs/card-rtl.md). Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", 1<<cardCQFaultLog, cardCQEBytes, cardEQEBytes),
+		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then a CQE fault, then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
+		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing), as does an event record with s_ev<i>_stop (card_stat's DMA_FAULT of a status write) once it is written (or lost). A CQE whose write gets an error response puts its CQ in error, as the card model's completeCQ does a write response late: the fault waits in a %d-entry queue (no write response is taken while two wait) for stage A, which takes it ahead of the records; in stage D, on a live CQ not in error, it sets the context's error bit (from then on every completion on that CQ is lost, until DESTROY), writes CQ_ERROR (OBJ the CQ, INFO the CQE's address bits 31:0), names the CQE on m_fault_* (its address and QP) and gives the overrun record with m_overrun_dma (the engines put the QPs on that CQ in error with QP_ERROR DMA); a fault on a CQ already in error (a CQE issued before the first fault came back) does nothing. An EQE's fault is named on m_fault_* the cycle after its response. A RAM of %d entries keeps each write's address, QP and CQ until its response. Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", cardCQFaultQ, 1<<cardCQFaultLog, cardCQEBytes, cardEQEBytes),
 	)
 	m.Clock()
 	rst := m.ResetPort()
@@ -156,7 +161,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	ovV := m.Output("m_overrun_valid", 1, "a CQ overran: the engines put every QP on m_overrun_cq in error")
 	ovR := m.Input("m_overrun_ready", 1, "")
 	ovCQ := m.Output("m_overrun_cq", 10, "")
-	faultV := m.Output("m_fault_valid", 1, "pulse: a CQE's or EQE's DMA write got an error response")
+	ovDMA := m.Output("m_overrun_dma", 1, "the CQ is in error (a CQE's write faulted: QP_ERROR DMA), not full (QP_ERROR CQ_OVERRUN)")
+	faultV := m.Output("m_fault_valid", 1, "pulse: an EQE's DMA write got an error response, or a CQE's put its CQ in error")
 	faultA := m.Output("m_fault_addr", 64, "its address")
 	faultQPN := m.Output("m_fault_qpn", 16, "a CQE's QP (0 for an EQE)")
 	faultEQE := m.Output("m_fault_eqe", 1, "it was an EQE's (the card stops)")
@@ -179,7 +185,10 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	gCmd := m.WireOf("g_cmd", And(cmdV, Not(eqCfgPend)), "")
 	gEQDB := m.WireOf("g_eqdb", And(eqdbV, Not(Or(eqCfgPend, cmdV))), "")
 	ctl := m.WireOf("ctl_any", Or(eqCfgPend, cmdV, eqdbV), "")
-	recFree := m.WireOf("rec_free", Not(ctl), "the doorbells and records may be taken")
+	fqCount := m.Wire("fq_held", addrWidth(cardCQFaultQ+1), "CQE faults waiting")
+	fqV := m.WireOf("fq_v", RedOr(fqCount), "a CQE fault waits")
+	gFault := m.WireOf("g_fault", And(fqV, Not(ctl)), "")
+	recFree := m.WireOf("rec_free", Not(Or(ctl, fqV)), "the doorbells and records may be taken")
 	// CQ doorbells and records round robin: requester 0 is the CQ
 	// doorbell, 1+2i completion port i, 2+2i event port i.
 	NR := 1 + 2*NS
@@ -198,7 +207,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	for _, g := range grants {
 		anyRec = append(anyRec, g)
 	}
-	anyReq := m.WireOf("a_any", Or(ctl, RedOrParts(anyRec)), "")
+	anyReq := m.WireOf("a_any", Or(ctl, fqV, RedOrParts(anyRec)), "")
 	aTake := m.WireOf("a_take", And(anyReq, bFree, Not(initAct), Not(rst)), "an operation moves to stage B")
 	var lastNext []Expr
 	for j := 0; j < NR; j++ {
@@ -223,10 +232,17 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		return RedOrParts(xs)
 	}
 	var kindP, cqP, qpnP, wideP, lenP, opcP, stP, invP, flP, termP [][2]Expr
-	kindP = append(kindP, [2]Expr{gEQCfg, C(3, cqkEQCfg)}, [2]Expr{gCmd, C(3, cqkCmd)}, [2]Expr{gEQDB, C(3, cqkEQDB)}, [2]Expr{gCQDB, C(3, cqkCQDB)})
-	cqP = append(cqP, [2]Expr{gCmd, Bits(cmdNum, 9, 0)}, [2]Expr{gCQDB, cqdbN})
-	wideP = append(wideP, [2]Expr{gEQCfg, Cat(eqBaseHi, eqBaseLo)}, [2]Expr{gCmd, Cat(cmdBaseHi, cmdBaseLo)})
-	lenP = append(lenP, [2]Expr{gCQDB, cqdbVal}, [2]Expr{gEQDB, Cat(eqdbArm, C(7, 0), eqdbCI)})
+	// The CQE fault at the head of its queue: {address bits 63:4, QP, CQ}.
+	fqIn := m.Wire("fq_in", 60+16+10, "")
+	fqPush := m.Wire("fq_push", 1, "")
+	fq := ShiftQueue(m, "fq", cardCQFaultQ, []string{"f"}, []int{60 + 16 + 10}, fqPush, []Expr{fqIn}, zext(And(aTake, gFault), addrWidth(cardCQFaultQ+1)))
+	m.Assign(fqCount, fq.Count)
+	fqHead := fq.Fields[0][0]
+	kindP = append(kindP, [2]Expr{gEQCfg, C(3, cqkEQCfg)}, [2]Expr{gCmd, C(3, cqkCmd)}, [2]Expr{gEQDB, C(3, cqkEQDB)}, [2]Expr{gCQDB, C(3, cqkCQDB)}, [2]Expr{gFault, C(3, cqkFault)})
+	cqP = append(cqP, [2]Expr{gCmd, Bits(cmdNum, 9, 0)}, [2]Expr{gCQDB, cqdbN}, [2]Expr{gFault, Bits(fqHead, 9, 0)})
+	qpnP = append(qpnP, [2]Expr{gFault, Bits(fqHead, 25, 10)})
+	wideP = append(wideP, [2]Expr{gEQCfg, Cat(eqBaseHi, eqBaseLo)}, [2]Expr{gCmd, Cat(cmdBaseHi, cmdBaseLo)}, [2]Expr{gFault, Cat(Bits(fqHead, 85, 26), C(4, 0))})
+	lenP = append(lenP, [2]Expr{gCQDB, cqdbVal}, [2]Expr{gEQDB, Cat(eqdbArm, C(7, 0), eqdbCI)}, [2]Expr{gFault, Cat(Bits(fqHead, 53, 26), C(4, 0))})
 	opcP = append(opcP, [2]Expr{gEQCfg, eqVecIn})
 	stP = append(stP, [2]Expr{gCmd, Cat(C(4, 0), cmdOp)})
 	flP = append(flP, [2]Expr{gEQCfg, Cat(C(1, 0), eqEnIn)}, [2]Expr{gCmd, Cat(RedOr(Bits(cmdNum, 15, 10)), C(1, 0))})
@@ -249,9 +265,9 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	bV := m.RegDecl("b_v", 1, "stage B holds an operation")
 	bKind := m.Reg("b_kind", 3, big.NewInt(0), pick(kindP...), aTake, "what it is")
 	bCQ := m.Reg("b_cq", 10, big.NewInt(0), aCQ, aTake, "its CQ")
-	bQPN := m.Reg("b_qpn", 16, big.NewInt(0), pick(qpnP...), aTake, "completion: QP")
-	bWide := m.Reg("b_wide", 64, big.NewInt(0), pick(wideP...), aTake, "completion: WR_ID; CQ_CMD, EQ_CFG: base")
-	bLen := m.Reg("b_len", 32, big.NewInt(0), pick(lenP...), aTake, "completion: BYTE_LEN; event: INFO; doorbells: value")
+	bQPN := m.Reg("b_qpn", 16, big.NewInt(0), pick(qpnP...), aTake, "completion, fault: QP")
+	bWide := m.Reg("b_wide", 64, big.NewInt(0), pick(wideP...), aTake, "completion: WR_ID; CQ_CMD, EQ_CFG: base; fault: the CQE's address")
+	bLen := m.Reg("b_len", 32, big.NewInt(0), pick(lenP...), aTake, "completion: BYTE_LEN; event: INFO; doorbells: value; fault: the address's low word")
 	bOpc := m.Reg("b_opc", 8, big.NewInt(0), pick(opcP...), aTake, "completion: OPCODE; event: TYPE; EQ_CFG: vector")
 	bSt := m.Reg("b_status", 8, big.NewInt(0), pick(stP...), aTake, "completion: STATUS; CQ_CMD: op")
 	bInv := m.Reg("b_inv", 32, big.NewInt(0), pick(invP...), aTake, "completion: INV_STAG; event: OBJ")
@@ -262,10 +278,10 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	for i := 0; i < NS; i++ {
 		aCtxOp = append(aCtxOp, grants[1+2*i])
 	}
-	bCtxOp := m.Reg("b_ctxop", 1, big.NewInt(0), Or(gCmd, gCQDB, RedOrParts(aCtxOp)), aTake, "it reads and may write a CQ context")
+	bCtxOp := m.Reg("b_ctxop", 1, big.NewInt(0), Or(gCmd, gCQDB, gFault, RedOrParts(aCtxOp)), aTake, "it reads and may write a CQ context")
 
-	// CQ context RAM: {valid, base[63:5], log2 size, solicited PI, pi,
-	// used, armed, solicited only, overrun}. It keeps PI - CI (used)
+	// CQ context RAM: {in error, valid, base[63:5], log2 size, solicited
+	// PI, pi, used, armed, solicited only, overrun}. It keeps PI - CI (used)
 	// rather than CI, as the EQ does: fullness and tightness are then
 	// masked ORs of a register, not a subtraction deep.
 	const (
@@ -278,11 +294,13 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		oLog  = oSPI + cardIdxBits
 		oBase = oLog + 5
 		oV    = oBase + 59
-		oW    = oV + 1
+		oErr  = oV + 1
+		oW    = oErr + 1
 	)
-	type cqCtx struct{ valid, base, log, spi, pi, used, arm, sol, ov *Signal }
+	type cqCtx struct{ err, valid, base, log, spi, pi, used, arm, sol, ov *Signal }
 	fields := func(p string, x *Signal) cqCtx {
 		return cqCtx{
+			err:   m.WireOf(p+"_err", Bit(x, oErr), "a CQE's write faulted: the CQ takes no CQE until DESTROY"),
 			valid: m.WireOf(p+"_valid", Bit(x, oV), ""),
 			base:  m.WireOf(p+"_base", Bits(x, oV-1, oBase), ""),
 			log:   m.WireOf(p+"_log", Bits(x, oBase-1, oLog), ""),
@@ -366,11 +384,12 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	unused = append(unused, Bits(cSt, 7, 4), Bits(cTerm, 15, 5), Bits(cLen, 31, cardIdxBits))
 	// The operation's kind, one-hot, and a completion's terms that do not
 	// wait for the ring's fullness.
-	cCplLive := m.WireOf("c_cpl_live", And(isK(cKind, cqkCpl), cx.valid), "a completion on a CQ that exists")
+	cCplLive := m.WireOf("c_cpl_live", And(isK(cKind, cqkCpl), cx.valid, Not(cx.err)), "a completion on a CQ that exists and is not in error")
 	cCplSol := m.WireOf("c_cpl_sol", Or(Bit(cFl, 0), RedOr(cSt)), "a solicited or error completion")
 	cCplArm := m.WireOf("c_cpl_armed", And(cCplLive, cx.arm, Or(Not(cx.sol), cCplSol)), "a CQ_NOTIFY follows if the CQE is written")
 	cCplOv := m.WireOf("c_cpl_ov_new", And(cCplLive, Not(cx.ov)), "an overrun would be reported now")
-	cIs := m.WireOf("c_is", Cat(isK(cKind, cqkEQDB), isK(cKind, cqkEQCfg), And(isK(cKind, cqkCQDB), cx.valid), isK(cKind, cqkCQDB), isK(cKind, cqkEv)), "one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event")
+	cIs := m.WireOf("c_is", Cat(And(isK(cKind, cqkFault), cx.valid, Not(cx.err)), isK(cKind, cqkEQDB), isK(cKind, cqkEQCfg), And(isK(cKind, cqkCQDB), cx.valid), isK(cKind, cqkCQDB), isK(cKind, cqkEv)),
+		"one-hot: a fault that puts a live CQ in error, EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event")
 
 	// Stage D: acts (the records, the context written back, the EQ).
 	opD := StageRegs(m, "d_", cToD, opC...)
@@ -397,7 +416,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	kEQDB := m.WireOf("k_eqdb", And(dV, Bit(dIs, 4)), "")
 	cxd := fields("cx", dCtx)
 	cxPI, cxUsed, cxSPI, cxArm, cxSol, cxOv := cxd.pi, cxd.used, cxd.spi, cxd.arm, cxd.sol, cxd.ov
-	unused = append(unused, cxd.base, cxd.valid, dKind)
+	unused = append(unused, cxd.base, cxd.valid, cxd.err, dKind)
 
 	// The doorbells' comparisons take D's first cycle (registered from
 	// D's registers), the doorbells act in the second.
@@ -414,6 +433,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	eqUsed := m.RegDecl("eq_used", cardIdxBits, "EQ PI minus CI: entries not consumed")
 	eqArm := m.RegDecl("eq_armed", 1, "")
 	fatal := m.RegDecl("fatal_q", 1, "")
+	kFault := m.WireOf("k_fault", And(dV, Bit(dIs, 5), Not(fatal)), "a CQE's fault puts its live CQ in error")
 	eqMask := ringMask("eq_mask", eqLog, cardIdxBits)
 	eqFull := m.WireOf("eq_full", fullOf(eqUsed, eqMask), "as many EQEs as the ring holds")
 	eqOwner := m.WireOf("eq_owner", Not(bitAt(eqPI, eqLog)), "")
@@ -428,40 +448,45 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	cqe := m.WireOf("cqe", Cat(cqOwner, C(71, 0), Bits(dTerm, 15, 8), Bits(dTerm, 7, 4), Bits(dTerm, 3, 0), C(6, 0), Bits(dFl, 1, 0),
 		dInv, dSt, dOpc, dQPN, dLen, dWide), "the CQE")
 
-	// Event: from an event record, or a completion's CQ_NOTIFY / CQ_OVERRUN.
-	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv, dbNotify), Not(fatal)), "an event is due")
-	evType := m.WireOf("ev_type", Sel(kEv, dOpc, Sel(Or(cplNotify, dbNotify), C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
+	// Event: from an event record, a completion's CQ_NOTIFY / CQ_OVERRUN,
+	// or a fault's CQ_ERROR (INFO the CQE's address bits 31:0).
+	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv, dbNotify, kFault), Not(fatal)), "an event is due")
+	evType := m.WireOf("ev_type", Sel(kEv, dOpc, Sel(Or(cplNotify, dbNotify), C(8, eqeCQNotify), Sel(kFault, C(8, eqeCQError), C(8, eqeCQOverrun)))), "")
 	evObj := m.WireOf("ev_obj", Sel(kEv, dInv, zext(dCQ, 32)), "")
-	evInfo := m.WireOf("ev_info", gate(kEv, dLen), "")
+	evInfo := m.WireOf("ev_info", gate(Or(kEv, kFault), dLen), "")
 	isTerm := m.WireOf("ev_term", And(kEv, Or(Eq(dOpc, C(8, eqeTermSent)), Eq(dOpc, C(8, eqeTermRecv)))), "")
 	evTerm := m.WireOf("ev_term_f", gate(isTerm, dTerm), "")
 	evWrite := m.WireOf("ev_write", And(evOn, eqEn, Not(eqFull)), "the EQE is written")
 	evLost := m.WireOf("ev_lost", And(evOn, Not(And(eqEn, Not(eqFull)))), "")
 	eqe := m.WireOf("eqe", Cat(eqOwner, C(31, 0), evInfo, evObj, C(8, 0), Bits(evTerm, 15, 8), Bits(evTerm, 7, 4), Bits(evTerm, 3, 0), evType), "the EQE")
 
-	// Records towards dma_wr: {address bits 63:4, 32 bytes, is an EQE}.
-	RQW := 60 + 256 + 1
+	// Records towards dma_wr: {a CQE's CQ, address bits 63:4, 32 bytes,
+	// is an EQE}.
+	RQW := 10 + 60 + 256 + 1
 	holdV := m.RegDecl("hold_v", 1, "the second record of a completion (its CQ_NOTIFY) waits")
 	ovQ := m.RegDecl("ov_v", 1, "")
 	rqPushW := m.Wire("rq_push", 1, "")
 	rqPop := m.Wire("rq_pop", addrWidth(cardCQRecQ+1), "")
 	rec1V := m.WireOf("rec1_v", Or(cplWrite, evWrite), "")
-	rec1 := m.WireOf("rec1", Sel(cplWrite, Cat(cqA, cqe, zero), Cat(eqA, zext(eqe, 256), one)), "")
+	rec1 := m.WireOf("rec1", Sel(cplWrite, Cat(dCQ, cqA, cqe, zero), Cat(C(10, 0), eqA, zext(eqe, 256), one)), "")
 	rec2V := m.WireOf("rec2_v", And(cplWrite, evWrite), "")
 	rqIn := m.Wire("rq_in", RQW, "")
 	rq := ShiftQueue(m, "rq", cardCQRecQ, []string{"rec"}, []int{RQW}, rqPushW, []Expr{rqIn}, rqPop)
 	rqRoom := m.WireOf("rq_room", Lt(rq.Count, C(rq.Count.W, cardCQRecQ)), "")
 	m.Assign(bGo, And(dV, Not(holdV), rqRoom, Or(Not(ovQ), ovR), Or(Not(dNeed), dPh)))
-	holdRec := m.Reg("hold_rec", RQW, big.NewInt(0), Cat(eqA, zext(eqe, 256), one), And(bGo, rec2V), "")
+	holdRec := m.Reg("hold_rec", RQW, big.NewInt(0), Cat(C(10, 0), eqA, zext(eqe, 256), one), And(bGo, rec2V), "")
 	m.Drive(holdV, big.NewInt(0), Or(And(bGo, rec2V), And(holdV, Not(rqRoom))), nil)
 	m.Assign(rqPushW, Or(And(holdV, rqRoom), And(bGo, rec1V)))
 	m.Assign(rqIn, Sel(holdV, holdRec, rec1))
 
-	// Overrun record.
-	m.Drive(ovQ, big.NewInt(0), Or(And(bGo, cplNewOv), And(ovQ, Not(ovR))), nil)
-	ovCQq := m.Reg("ov_cq", 10, big.NewInt(0), dCQ, And(bGo, cplNewOv), "")
+	// Overrun record: a CQ that overran or went to error.
+	ovNew := m.WireOf("ov_new", And(bGo, Or(cplNewOv, kFault)), "")
+	m.Drive(ovQ, big.NewInt(0), Or(ovNew, And(ovQ, Not(ovR))), nil)
+	ovCQq := m.Reg("ov_cq", 10, big.NewInt(0), dCQ, ovNew, "")
+	ovDMAq := m.Reg("ov_dma", 1, big.NewInt(0), kFault, ovNew, "")
 	m.Assign(ovV, ovQ)
 	m.Assign(ovCQ, gate(ovQ, ovCQq))
+	m.Assign(ovDMA, And(ovQ, ovDMAq))
 
 	// CQ doorbell (its comparisons registered in D's first cycle), CQ command.
 	dbCI := m.WireOf("db_ci", Bits(dLen, cardIdxBits-1, 0), "")
@@ -479,15 +504,15 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	cmdLogB := m.WireOf("cmd_log", Bits(dTerm, 4, 0), "")
 	unused = append(unused, Bits(dSt, 7, 4), Bits(dTerm, 15, 5), Bits(dLen, 29, cardIdxBits))
 
-	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(dWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
-		Sel(cmdDestroy, C(oW, 0),
+	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(zero, one, Bits(dWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
+		Sel(cmdDestroy, C(oW, 0), Sel(Bit(dIs, 5), Cat(one, Bits(dCtx, oW-2, 0)),
 			Sel(Bit(dIs, 1),
 				Cat(Bits(dCtx, oW-1, oLog), dbSPI, cxPI, dDbUsed, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
 				// completion
 				Cat(Bits(dCtx, oW-1, oLog), Sel(And(cplWrite, cplSol), dPIInc, cxSPI),
 					Sel(cplWrite, dPIInc, cxPI), Sel(cplWrite, dUsedInc, cxUsed),
-					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv))))), "the context written back")
-	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, kCQDBv, cplWrite, cplNewOv)), "")
+					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv)))))), "the context written back")
+	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, kCQDBv, cplWrite, cplNewOv, kFault)), "")
 	m.Assign(memWe, Or(initAct, ctxWe))
 	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), dCQ))
 	m.Assign(memWd, gate(Not(initAct), newCtx))
@@ -544,7 +569,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	candRec := m.WireOf("rq_cand", Sel(cand1, recAt(1), recAt(0)), "")
 	candEQE := m.WireOf("rq_cand_eqe", Bit(candRec, 0), "")
 	unused = append(unused, Bits(candRec, 256, 113), Bits(candRec, 96, 1))
-	reqAddr := m.WireOf("dw_req_addr", Cat(Bits(candRec, RQW-1, 257), C(4, 0)), "")
+	reqAddr := m.WireOf("dw_req_addr", Cat(Bits(candRec, 316, 257), C(4, 0)), "")
 	reqLen := m.WireOf("dw_req_len", Sel(candEQE, C(16, cardEQEBytes-1), C(16, cardCQEBytes-1)), "")
 	wrNum := m.RegDecl("wr_num", cardCQFaultLog, "the number of the next write, for its fault report")
 	reqTag := m.WireOf("dw_req_tag", Cat(wrNum, candEQE), "the write's number, and bit 0: an EQE")
@@ -580,25 +605,37 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m.Drive(sent, big.NewInt(0), Sub(Add(sent, zext(reqTake, 2)), zext(popNow, 2)), nil)
 
 	// Completions of dma_wr: EQEs done (the interrupt waits for them), faults.
+	doneR := m.WireOf("dw_done_ready", Lt(fq.Count, C(fq.Count.W, 2)), "room in fq for this response's fault and the one read now")
+	doneTake := m.WireOf("dw_done_take", And(doneV, doneR), "")
 	eqIssued := m.RegDecl("eqe_issued", cardIRQSeq, "EQEs generated")
 	eqDone := m.RegDecl("eqe_done", cardIRQSeq, "EQEs written (write response)")
 	m.Drive(eqIssued, big.NewInt(0), Add(eqIssued, C(cardIRQSeq, 1)), evGo)
-	doneEQE := m.WireOf("done_eqe", And(doneV, Bit(doneTag, 0)), "")
+	doneEQE := m.WireOf("done_eqe", And(doneTake, Bit(doneTag, 0)), "")
 	m.Drive(eqDone, big.NewInt(0), Add(eqDone, C(cardIRQSeq, 1)), doneEQE)
 	stopNow := m.WireOf("ev_stop", And(bGo, kEv, Bit(dFl, 0)), "a stopping event is written or lost")
 	m.Drive(fatal, big.NewInt(0), Or(fatal, And(doneEQE, doneErr), stopNow), nil)
 	m.Assign(fatalO, fatal)
-	// Fault reports: each write's address and QP, kept by its number
-	// until its response; read the cycle a faulted response comes.
-	fltW := 60 + 16
+	// Fault reports: each write's address, QP and CQ, kept by its number
+	// until its response; read the cycle a faulted response comes. An
+	// EQE's is reported at once (the card stops); a CQE's waits in fq for
+	// stage A, which puts its CQ in error, and is reported then (not at
+	// all for a CQ already in error: the card issued that CQE before it
+	// heard of the first fault).
+	fltW := 60 + 16 + 10
 	fltRd := m.Mem("flt", fltW, 1<<cardCQFaultLog, reqTake, wrNum,
-		Cat(Bits(candRec, RQW-1, 257), gate(Not(candEQE), Bits(candRec, 1+111, 1+96))), nil, Bits(doneTag, tagW-1, 1), "per write in flight: address bits 63:4 and a CQE's QP")
-	fltV := m.Reg("flt_v", 1, big.NewInt(0), And(doneV, doneErr), nil, "a faulted write's entry is read")
+		Cat(Bits(candRec, 316, 257), gate(Not(candEQE), Cat(Bits(candRec, 1+111, 1+96), Bits(candRec, RQW-1, 317)))), nil, Bits(doneTag, tagW-1, 1), "per write in flight: address bits 63:4, a CQE's QP and CQ")
+	fltV := m.Reg("flt_v", 1, big.NewInt(0), And(doneTake, doneErr), nil, "a faulted write's entry is read")
 	fltEQE := m.Reg("flt_eqe", 1, big.NewInt(0), Bit(doneTag, 0), nil, "")
-	m.Assign(faultV, fltV)
-	m.Assign(faultA, gate(fltV, Cat(Bits(fltRd, fltW-1, 16), C(4, 0))))
-	m.Assign(faultQPN, gate(fltV, Bits(fltRd, 15, 0)))
-	m.Assign(faultEQE, And(fltV, fltEQE))
+	eqeFlt := m.WireOf("flt_eqe_v", And(fltV, fltEQE), "an EQE's write faulted")
+	m.Assign(fqPush, And(fltV, Not(fltEQE)))
+	m.Assign(fqIn, fltRd)
+	cqFltV := m.Reg("cqflt_v", 1, big.NewInt(0), And(bGo, kFault), nil, "a CQE's fault put its CQ in error")
+	cqFltA := m.Reg("cqflt_addr", 64, big.NewInt(0), dWide, And(bGo, kFault), "")
+	cqFltQPN := m.Reg("cqflt_qpn", 16, big.NewInt(0), dQPN, And(bGo, kFault), "")
+	m.Assign(faultV, Or(eqeFlt, cqFltV))
+	m.Assign(faultA, Sel(eqeFlt, Cat(Bits(fltRd, fltW-1, 26), C(4, 0)), gate(cqFltV, cqFltA)))
+	m.Assign(faultQPN, gate(And(cqFltV, Not(eqeFlt)), cqFltQPN))
+	m.Assign(faultEQE, eqeFlt)
 
 	// Interrupt.
 	irqPend := m.RegDecl("irq_pend", 1, "an interrupt is due")
@@ -631,7 +668,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	conns := []Conn{{"clk", m.Port("clk")}, {"rst", rst},
 		{"s_req_valid", reqV}, {"s_req_ready", reqR}, {"s_req_addr", reqAddr}, {"s_req_len", reqLen}, {"s_req_tag", reqTag},
 		{"s_axis_tdata", sData}, {"s_axis_tvalid", sV}, {"s_axis_tready", sR},
-		{"m_done_valid", doneV}, {"m_done_ready", one}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}, {"m_done_err_burst", doneEB}}
+		{"m_done_valid", doneV}, {"m_done_ready", doneR}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}, {"m_done_err_burst", doneEB}}
 	for _, p := range dma.Ports {
 		if !strings.HasPrefix(p.Name, "m_axi_") {
 			continue

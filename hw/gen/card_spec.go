@@ -13,7 +13,7 @@ import "fmt"
 const (
 	CardVendorID   = 0x10EE // the PCIe hard block's vendor, as an XDMA bridge presents the card
 	CardDeviceID   = 0x1E1A
-	CardVersion    = 0x0001_0001 // major 1, minor 1 (CMD_STATUS)
+	CardVersion    = 0x0001_0002 // major 1, minor 2 (CQ_ERROR; minor 1: CMD_STATUS)
 	CardAddrBits   = 18          // BAR0 is 256 KiB
 	CardMaxQP      = 1024        // QP numbers 1..1023 (0 means "any QP" in the STag table)
 	CardMaxCQ      = 1024        // CQ numbers 0..1023
@@ -201,13 +201,14 @@ func CardEnums() []*Enum {
 			v("TERM_RECV", 7, "the peer sent a Terminate; the QP is in error (OBJ: QPN; TERM_*: its cause)"),
 			v("QP_ERROR", 8, "the QP went to error for another reason (INFO: QP_ERR_* cause; OBJ: QPN)"),
 			v("CQ_OVERRUN", 9, "a CQ was full when a completion arrived; the completion is lost and the QPs on it go to error (OBJ: CQN)"),
-			v("DMA_FAULT", 10, "a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0)"),
+			v("DMA_FAULT", 10, "a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0); a CQE's raises CQ_ERROR instead"),
+			v("CQ_ERROR", 11, "a CQE's DMA write got an error response: the CQ is in error until DESTROY (its slot is lost, no CQE is written to it again, its completions are lost) and the QPs on it go to error (QP_ERROR DMA) (OBJ: CQN; INFO: the CQE's address bits 31:0)"),
 		}},
 		{Name: "QP_ERR", Width: 8, Doc: "Why a QP went to error for a reason other than a Terminate it sent for the peer's error or received (EQE.INFO of QP_ERROR). For DMA and CQ_OVERRUN, local resource failures, the card also sends a Terminate with RDMAP Local Catastrophic (0/0/0xFF) while its transmit stream is usable (receive-side error matrix, digest §3.7); for the others it sends none.", Values: []EnumValue{
 			v("HOST", 1, "the host asked (QP_CMD ERROR)"),
 			v("LLP_LOST", 2, "the host reported the connection lost (STREAM.RX_LOST)"),
 			v("STREAM_CUT", 3, "the peer's stream ended inside an FPDU"),
-			v("DMA", 4, "a DMA of the QP faulted"),
+			v("DMA", 4, "a DMA of the QP faulted, or a CQE write of a CQ it uses (CQ_ERROR)"),
 			v("CQ_OVERRUN", 5, "a CQ of the QP overran"),
 			v("BAD_DOORBELL", 6, "a producer index moved past the ring's size"),
 		}},

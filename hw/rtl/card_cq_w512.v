@@ -31,13 +31,13 @@
 //
 // Operations are serial, in the order they are taken: one per cycle at most,
 // the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
-// no register write while one waits), then round robin the CQ doorbells and
-// the engines' completion and event ports. An operation is read from the CQ
-// context RAM (1024 entries, block RAM, written back with a one-entry bypass)
-// in the cycle after it is taken, and its records enter a 4-entry queue in
-// front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ
-// context RAM is cleared for 1024 cycles after reset (init_done low, nothing
-// taken).
+// no register write while one waits), then a CQE fault, then round robin the
+// CQ doorbells and the engines' completion and event ports. An operation is
+// read from the CQ context RAM (1024 entries, block RAM, written back with a
+// one-entry bypass) in the cycle after it is taken, and its records enter a
+// 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two
+// cycles). The CQ context RAM is cleared for 1024 cycles after reset
+// (init_done low, nothing taken).
 //
 // Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE
 // that raised the interrupt has its write response (for an arming doorbell:
@@ -45,12 +45,20 @@
 // previous irq_valid was taken; interrupts due meanwhile make one. An EQE
 // whose write gets an error response stops the card (fatal: later operations
 // write nothing), as does an event record with s_ev<i>_stop (card_stat's
-// DMA_FAULT of a status write) once it is written (or lost). Every write whose
-// response is an error is named on m_fault_* (its address, and for a CQE its
-// QP) for DMA_FAULT_*: a RAM of 256 entries keeps each write's address and QP
-// until its response; a CQE's fault does nothing else yet (docs/card-rtl.md).
-// Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB crossing:
-// entries are aligned).
+// DMA_FAULT of a status write) once it is written (or lost). A CQE whose write
+// gets an error response puts its CQ in error, as the card model's completeCQ
+// does a write response late: the fault waits in a 4-entry queue (no write
+// response is taken while two wait) for stage A, which takes it ahead of the
+// records; in stage D, on a live CQ not in error, it sets the context's error
+// bit (from then on every completion on that CQ is lost, until DESTROY),
+// writes CQ_ERROR (OBJ the CQ, INFO the CQE's address bits 31:0), names the
+// CQE on m_fault_* (its address and QP) and gives the overrun record with
+// m_overrun_dma (the engines put the QPs on that CQ in error with QP_ERROR
+// DMA); a fault on a CQ already in error (a CQE issued before the first fault
+// came back) does nothing. An EQE's fault is named on m_fault_* the cycle
+// after its response. A RAM of 256 entries keeps each write's address, QP and
+// CQ until its response. Every DMA write is 32 or 16 bytes in one INCR burst
+// (no 4 KiB crossing: entries are aligned).
 //
 // Implements: docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go
 
@@ -134,7 +142,8 @@ module card_cq_w512 (
     output wire           m_overrun_valid,   // a CQ overran: the engines put every QP on m_overrun_cq in error
     input  wire           m_overrun_ready,
     output wire [9:0]     m_overrun_cq,
-    output wire           m_fault_valid,     // pulse: a CQE's or EQE's DMA write got an error response
+    output wire           m_overrun_dma,     // the CQ is in error (a CQE's write faulted: QP_ERROR DMA), not full (QP_ERROR CQ_OVERRUN)
+    output wire           m_fault_valid,     // pulse: an EQE's DMA write got an error response, or a CQE's put its CQ in error
     output wire [63:0]    m_fault_addr,      // its address
     output wire [15:0]    m_fault_qpn,       // a CQE's QP (0 for an EQE)
     output wire           m_fault_eqe,       // it was an EQE's (the card stops)
@@ -169,6 +178,9 @@ module card_cq_w512 (
     wire           g_cmd;
     wire           g_eqdb;
     wire           ctl_any;
+    wire [2:0]     fq_held;                  // CQE faults waiting
+    wire           fq_v;                     // a CQE fault waits
+    wire           g_fault;
     wire           rec_free;                 // the doorbells and records may be taken
     reg  [2:0]     rr_last;                  // the record port granted last
     wire           g_rec0;
@@ -178,13 +190,25 @@ module card_cq_w512 (
     wire           g_rec4;
     wire           a_any;
     wire           a_take;                   // an operation moves to stage B
+    wire [85:0]    fq_in;
+    wire           fq_push;
+    reg  [2:0]     fq_count;                 // entries held in fq
+    reg  [85:0]    fq0_f;
+    reg  [85:0]    fq1_f;
+    reg  [85:0]    fq2_f;
+    reg  [85:0]    fq3_f;
+    wire [2:0]     fq_wpos;                  // where a pushed entry goes
+    wire           fq0_push;
+    wire           fq1_push;
+    wire           fq2_push;
+    wire           fq3_push;
     wire [9:0]     a_cq;                     // the CQ the operation reads
     reg            b_v;                      // stage B holds an operation
     reg  [2:0]     b_kind;                   // what it is
     reg  [9:0]     b_cq;                     // its CQ
-    reg  [15:0]    b_qpn;                    // completion: QP
-    reg  [63:0]    b_wide;                   // completion: WR_ID; CQ_CMD, EQ_CFG: base
-    reg  [31:0]    b_len;                    // completion: BYTE_LEN; event: INFO; doorbells: value
+    reg  [15:0]    b_qpn;                    // completion, fault: QP
+    reg  [63:0]    b_wide;                   // completion: WR_ID; CQ_CMD, EQ_CFG: base; fault: the CQE's address
+    reg  [31:0]    b_len;                    // completion: BYTE_LEN; event: INFO; doorbells: value; fault: the address's low word
     reg  [7:0]     b_opc;                    // completion: OPCODE; event: TYPE; EQ_CFG: vector
     reg  [7:0]     b_status;                 // completion: STATUS; CQ_CMD: op
     reg  [31:0]    b_inv;                    // completion: INV_STAG; event: OBJ
@@ -193,12 +217,12 @@ module card_cq_w512 (
     reg            b_ctxop;                  // it reads and may write a CQ context
     wire           ctx_we;
     wire [9:0]     ctx_wa;
-    wire [139:0]   ctx_wd;
-    reg  [139:0]   ctx_rd;                   // read data of ctx
+    wire [140:0]   ctx_wd;
+    reg  [140:0]   ctx_rd;                   // read data of ctx
     reg            fw_v;                     // the bypass holds the last context written
     reg  [9:0]     fw_addr;
-    reg  [139:0]   fw_data;
-    wire [139:0]   b_cx;                     // the context of b_cq as it is now
+    reg  [140:0]   fw_data;
+    wire [140:0]   b_cx;                     // the context of b_cq as it is now
     wire           b_to_c;                   // the operation moves from B to C
     reg  [2:0]     c_kind;                   // b_kind, a stage on
     reg  [9:0]     c_cq;                     // b_cq, a stage on
@@ -211,9 +235,10 @@ module card_cq_w512 (
     reg  [1:0]     c_flags;                  // b_flags, a stage on
     reg  [15:0]    c_term;                   // b_term, a stage on
     reg            c_ctxop;                  // b_ctxop, a stage on
-    reg  [139:0]   c_cx;                     // the context, current
+    reg  [140:0]   c_cx;                     // the context, current
     reg            c_v;                      // stage C holds an operation
     wire           c_to_d;                   // the operation moves from C to D
+    wire           c_cx_err;                 // a CQE's write faulted: the CQ takes no CQE until DESTROY
     wire           c_cx_valid;
     wire [58:0]    c_cx_base;
     wire [4:0]     c_cx_log;
@@ -254,11 +279,11 @@ module card_cq_w512 (
     wire           c_cmd_destroy;
     wire [16:0]    cfg_mask;                 // index bits below log2 size
     wire           c_cfg_ok;                 // EQ_CFG: not refused
-    wire           c_cpl_live;               // a completion on a CQ that exists
+    wire           c_cpl_live;               // a completion on a CQ that exists and is not in error
     wire           c_cpl_sol;                // a solicited or error completion
     wire           c_cpl_armed;              // a CQ_NOTIFY follows if the CQE is written
     wire           c_cpl_ov_new;             // an overrun would be reported now
-    wire [4:0]     c_is;                     // one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
+    wire [5:0]     c_is;                     // one-hot: a fault that puts a live CQ in error, EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
     reg  [2:0]     d_kind;                   // c_kind, a stage on
     reg  [9:0]     d_cq;                     // c_cq, a stage on
     reg  [15:0]    d_qpn;                    // c_qpn, a stage on
@@ -270,7 +295,7 @@ module card_cq_w512 (
     reg  [1:0]     d_flags;                  // c_flags, a stage on
     reg  [15:0]    d_term;                   // c_term, a stage on
     reg            d_ctxop;                  // c_ctxop, a stage on
-    reg  [139:0]   d_cx;
+    reg  [140:0]   d_cx;
     reg  [23:0]    d_cq_mask;                // c_cq_mask, a stage on
     reg            d_cq_full;                // c_cq_full, a stage on
     reg            d_cq_owner;               // c_cq_owner, a stage on
@@ -285,7 +310,7 @@ module card_cq_w512 (
     reg            d_cpl_sol;                // c_cpl_sol, a stage on
     reg            d_cpl_armed;              // c_cpl_armed, a stage on
     reg            d_cpl_ov_new;             // c_cpl_ov_new, a stage on
-    reg  [4:0]     d_is;                     // c_is, a stage on
+    reg  [5:0]     d_is;                     // c_is, a stage on
     reg  [23:0]    d_used_inc;               // c_used_inc, a stage on
     reg            d_tight0;                 // c_tight0, a stage on
     reg            d_tight1;                 // c_tight1, a stage on
@@ -296,6 +321,7 @@ module card_cq_w512 (
     wire           k_cqdb_live;              // on a CQ that exists
     wire           k_eqcfg;
     wire           k_eqdb;
+    wire           cx_err;                   // a CQE's write faulted: the CQ takes no CQE until DESTROY
     wire           cx_valid;
     wire [58:0]    cx_base;
     wire [4:0]     cx_log;
@@ -315,6 +341,7 @@ module card_cq_w512 (
     reg  [23:0]    eq_used;                  // EQ PI minus CI: entries not consumed
     reg            eq_armed;
     reg            fatal_q;
+    wire           k_fault;                  // a CQE's fault puts its live CQ in error
     wire [23:0]    eq_mask;                  // index bits below log2 size
     wire           eq_full;                  // as many EQEs as the ring holds
     wire           eq_owner;
@@ -339,22 +366,24 @@ module card_cq_w512 (
     wire           rq_push;
     wire [2:0]     rq_pop;
     wire           rec1_v;
-    wire [316:0]   rec1;
+    wire [326:0]   rec1;
     wire           rec2_v;
-    wire [316:0]   rq_in;
+    wire [326:0]   rq_in;
     reg  [2:0]     rq_count;                 // entries held in rq
-    reg  [316:0]   rq0_rec;
-    reg  [316:0]   rq1_rec;
-    reg  [316:0]   rq2_rec;
-    reg  [316:0]   rq3_rec;
+    reg  [326:0]   rq0_rec;
+    reg  [326:0]   rq1_rec;
+    reg  [326:0]   rq2_rec;
+    reg  [326:0]   rq3_rec;
     wire [2:0]     rq_wpos;                  // where a pushed entry goes
     wire           rq0_push;
     wire           rq1_push;
     wire           rq2_push;
     wire           rq3_push;
     wire           rq_room;
-    reg  [316:0]   hold_rec;
+    reg  [326:0]   hold_rec;
+    wire           ov_new;
     reg  [9:0]     ov_cq;
+    reg            ov_dma;
     wire [23:0]    db_ci;
     wire           db_arm;
     wire           db_arm_sol;
@@ -368,7 +397,7 @@ module card_cq_w512 (
     reg            db_notify_q;
     wire [23:0]    db_spi;                   // the solicited PI, CI once every solicited or error CQE is consumed
     wire [4:0]     cmd_log;
-    wire [139:0]   cx_new;                   // the context written back
+    wire [140:0]   cx_new;                   // the context written back
     wire           cx_we;
     wire           nw_tight;                 // the context written leaves its CQ tight
     reg  [1023:0]  tight;                    // cq_tight
@@ -403,7 +432,7 @@ module card_cq_w512 (
     reg  [1:0]     rq_sent;                  // records at the head whose request dma_wr took
     wire           rq_cand1;                 // the second record's request is next
     wire           rq_cand_ok;
-    wire [316:0]   rq_cand;
+    wire [326:0]   rq_cand;
     wire           rq_cand_eqe;
     wire [63:0]    dw_req_addr;
     wire [15:0]    dw_req_len;
@@ -416,13 +445,19 @@ module card_cq_w512 (
     wire           rq_last_beat;
     wire           rq_s_take;
     wire           rq_pop_now;
+    wire           dw_done_ready;            // room in fq for this response's fault and the one read now
+    wire           dw_done_take;
     reg  [8:0]     eqe_issued;               // EQEs generated
     reg  [8:0]     eqe_done;                 // EQEs written (write response)
     wire           done_eqe;
     wire           ev_stop;                  // a stopping event is written or lost
-    reg  [75:0]    flt_rd;                   // read data of flt
+    reg  [85:0]    flt_rd;                   // read data of flt
     reg            flt_v;                    // a faulted write's entry is read
     reg            flt_eqe;
+    wire           flt_eqe_v;                // an EQE's write faulted
+    reg            cqflt_v;                  // a CQE's fault put its CQ in error
+    reg  [63:0]    cqflt_addr;
+    reg  [15:0]    cqflt_qpn;
     reg            irq_pend;                 // an interrupt is due
     reg  [8:0]     irq_wait;                 // it waits until eqe_done reaches this
     reg            irq_out;
@@ -447,8 +482,8 @@ module card_cq_w512 (
     wire           dw_wvalid;
     wire           dw_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [139:0] ctx [0:1023];               // CQ contexts
-    reg  [75:0] flt [0:255];                 // per write in flight: address bits 63:4 and a CQE's QP
+    reg  [140:0] ctx [0:1023];               // CQ contexts
+    reg  [85:0] flt [0:255];                 // per write in flight: address bits 63:4, a CQE's QP and CQ
 
     assign init_active = ~init_cnt[10];
     assign init_done = ~init_active;
@@ -456,13 +491,15 @@ module card_cq_w512 (
     assign g_cmd = cq_cmd_valid & ~eqcfg_pend;
     assign g_eqdb = eq_db_valid & ~(eqcfg_pend | cq_cmd_valid);
     assign ctl_any = (eqcfg_pend | cq_cmd_valid) | eq_db_valid;
-    assign rec_free = ~ctl_any;
+    assign fq_v = |fq_held;
+    assign g_fault = fq_v & ~ctl_any;
+    assign rec_free = ~(ctl_any | fq_v);
     assign g_rec0 = rec_free & (s_cqdb_valid & ((((((rr_last == 3'h0) & ~(((s_cpl0_valid | s_ev0_valid) | s_cpl1_valid) | s_ev1_valid)) | ((rr_last == 3'h1) & ~((s_ev0_valid | s_cpl1_valid) | s_ev1_valid))) | ((rr_last == 3'h2) & ~(s_cpl1_valid | s_ev1_valid))) | ((rr_last == 3'h3) & ~s_ev1_valid)) | (rr_last == 3'h4)));
     assign g_rec1 = rec_free & (s_cpl0_valid & (((((rr_last == 3'h0) | ((rr_last == 3'h1) & ~(((s_ev0_valid | s_cpl1_valid) | s_ev1_valid) | s_cqdb_valid))) | ((rr_last == 3'h2) & ~((s_cpl1_valid | s_ev1_valid) | s_cqdb_valid))) | ((rr_last == 3'h3) & ~(s_ev1_valid | s_cqdb_valid))) | ((rr_last == 3'h4) & ~s_cqdb_valid)));
     assign g_rec2 = rec_free & (s_ev0_valid & ((((((rr_last == 3'h0) & ~s_cpl0_valid) | (rr_last == 3'h1)) | ((rr_last == 3'h2) & ~(((s_cpl1_valid | s_ev1_valid) | s_cqdb_valid) | s_cpl0_valid))) | ((rr_last == 3'h3) & ~((s_ev1_valid | s_cqdb_valid) | s_cpl0_valid))) | ((rr_last == 3'h4) & ~(s_cqdb_valid | s_cpl0_valid))));
     assign g_rec3 = rec_free & (s_cpl1_valid & ((((((rr_last == 3'h0) & ~(s_cpl0_valid | s_ev0_valid)) | ((rr_last == 3'h1) & ~s_ev0_valid)) | (rr_last == 3'h2)) | ((rr_last == 3'h3) & ~(((s_ev1_valid | s_cqdb_valid) | s_cpl0_valid) | s_ev0_valid))) | ((rr_last == 3'h4) & ~((s_cqdb_valid | s_cpl0_valid) | s_ev0_valid))));
     assign g_rec4 = rec_free & (s_ev1_valid & ((((((rr_last == 3'h0) & ~((s_cpl0_valid | s_ev0_valid) | s_cpl1_valid)) | ((rr_last == 3'h1) & ~(s_ev0_valid | s_cpl1_valid))) | ((rr_last == 3'h2) & ~s_cpl1_valid)) | (rr_last == 3'h3)) | ((rr_last == 3'h4) & ~(((s_cqdb_valid | s_cpl0_valid) | s_ev0_valid) | s_cpl1_valid))));
-    assign a_any = ctl_any | ((((g_rec0 | g_rec1) | g_rec2) | g_rec3) | g_rec4);
+    assign a_any = (ctl_any | fq_v) | ((((g_rec0 | g_rec1) | g_rec2) | g_rec3) | g_rec4);
     assign a_take = ((a_any & b_free) & ~init_active) & ~rst;
     assign cq_cmd_ready = a_take & g_cmd;
     assign eq_db_ready = a_take & g_eqdb;
@@ -471,8 +508,15 @@ module card_cq_w512 (
     assign s_ev0_ready = a_take & g_rec2;
     assign s_cpl1_ready = a_take & g_rec3;
     assign s_ev1_ready = a_take & g_rec4;
-    assign a_cq = (((cq_num_cqn[9:0] & {10{g_cmd}}) | (s_cqdb_index & {10{g_rec0}})) | (s_cpl0_cq & {10{g_rec1}})) | (s_cpl1_cq & {10{g_rec3}});
+    assign fq_wpos = fq_count - {2'h0, a_take & g_fault};
+    assign fq0_push = fq_push & (fq_wpos == 3'h0);
+    assign fq1_push = fq_push & (fq_wpos == 3'h1);
+    assign fq2_push = fq_push & (fq_wpos == 3'h2);
+    assign fq3_push = fq_push & (fq_wpos == 3'h3);
+    assign fq_held = fq_count;
+    assign a_cq = ((((cq_num_cqn[9:0] & {10{g_cmd}}) | (s_cqdb_index & {10{g_rec0}})) | (fq0_f[9:0] & {10{g_fault}})) | (s_cpl0_cq & {10{g_rec1}})) | (s_cpl1_cq & {10{g_rec3}});
     assign b_cx = (fw_v & (fw_addr == b_cq)) ? fw_data : ctx_rd;
+    assign c_cx_err = c_cx[140];
     assign c_cx_valid = c_cx[139];
     assign c_cx_base = c_cx[138:80];
     assign c_cx_log = c_cx[79:75];
@@ -582,11 +626,18 @@ module card_cq_w512 (
         5'h00 < c_cmd_log
     };
     assign c_cfg_ok = ~c_flags[0] | ((~(5'h10 < c_cmd_log) & ~|c_wide[3:0]) & ~|(c_wide[20:4] & cfg_mask));
-    assign c_cpl_live = (c_kind == 3'h0) & c_cx_valid;
+    assign c_cpl_live = ((c_kind == 3'h0) & c_cx_valid) & ~c_cx_err;
     assign c_cpl_sol = c_flags[0] | |c_status;
     assign c_cpl_armed = (c_cpl_live & c_cx_arm) & (~c_cx_sol | c_cpl_sol);
     assign c_cpl_ov_new = c_cpl_live & ~c_cx_ov;
-    assign c_is = {c_kind == 3'h5, c_kind == 3'h4, (c_kind == 3'h2) & c_cx_valid, c_kind == 3'h2, c_kind == 3'h1};
+    assign c_is = {
+        ((c_kind == 3'h6) & c_cx_valid) & ~c_cx_err,
+        c_kind == 3'h5,
+        c_kind == 3'h4,
+        (c_kind == 3'h2) & c_cx_valid,
+        c_kind == 3'h2,
+        c_kind == 3'h1
+    };
     assign c_to_d = c_v & (~d_v | b_go);
     assign b_conflict = b_ctxop & (((c_v & c_ctxop) & (c_cq == b_cq)) | ((d_v & d_ctxop) & (d_cq == b_cq)));
     assign b_to_c = (b_v & (~c_v | c_to_d)) & ~b_conflict;
@@ -595,6 +646,7 @@ module card_cq_w512 (
     assign k_cqdb_live = d_v & d_is[2];
     assign k_eqcfg = d_v & d_is[3];
     assign k_eqdb = d_v & d_is[4];
+    assign cx_err = d_cx[140];
     assign cx_valid = d_cx[139];
     assign cx_base = d_cx[138:80];
     assign cx_log = d_cx[79:75];
@@ -605,6 +657,7 @@ module card_cq_w512 (
     assign cx_sol = d_cx[1];
     assign cx_ov = d_cx[0];
     assign d_two = d_v & (d_is[1] | d_is[4]);
+    assign k_fault = (d_v & d_is[5]) & ~fatal_q;
     assign eq_mask = {
         5'h17 < eq_log,
         5'h16 < eq_log,
@@ -653,10 +706,10 @@ module card_cq_w512 (
         d_len,
         d_wide
     };
-    assign ev_on = (((k_ev | cpl_notify) | cpl_new_ov) | db_notify) & ~fatal_q;
-    assign ev_type = k_ev ? d_opc : ((cpl_notify | db_notify) ? 8'h01 : 8'h09);
+    assign ev_on = ((((k_ev | cpl_notify) | cpl_new_ov) | db_notify) | k_fault) & ~fatal_q;
+    assign ev_type = k_ev ? d_opc : ((cpl_notify | db_notify) ? 8'h01 : (k_fault ? 8'h0b : 8'h09));
     assign ev_obj = k_ev ? d_inv : {22'h000000, d_cq};
-    assign ev_info = d_len & {32{k_ev}};
+    assign ev_info = d_len & {32{(k_ev | k_fault)}};
     assign ev_term = k_ev & ((d_opc == 8'h06) | (d_opc == 8'h07));
     assign ev_term_f = d_term & {16{ev_term}};
     assign ev_write = (ev_on & eq_enabled) & ~eq_full;
@@ -673,7 +726,7 @@ module card_cq_w512 (
         ev_type
     };
     assign rec1_v = cpl_write | ev_write;
-    assign rec1 = cpl_write ? {d_cq_addr, cqe, 1'h0} : {eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
+    assign rec1 = cpl_write ? {d_cq, d_cq_addr, cqe, 1'h0} : {10'h000, eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
     assign rec2_v = cpl_write & ev_write;
     assign rq_wpos = rq_count - rq_pop;
     assign rq0_push = rq_push & (rq_wpos == 3'h0);
@@ -684,8 +737,10 @@ module card_cq_w512 (
     assign b_go = (((d_v & ~hold_v) & rq_room) & (~ov_v | m_overrun_ready)) & (~d_two | d_ph);
     assign rq_push = (hold_v & rq_room) | (b_go & rec1_v);
     assign rq_in = hold_v ? hold_rec : rec1;
+    assign ov_new = b_go & (cpl_new_ov | k_fault);
     assign m_overrun_valid = ov_v;
     assign m_overrun_cq = ov_cq & {10{ov_v}};
+    assign m_overrun_dma = ov_v & ov_dma;
     assign db_ci = d_len[23:0];
     assign db_arm = d_len[30];
     assign db_arm_sol = d_len[31];
@@ -695,8 +750,8 @@ module card_cq_w512 (
     assign db_spi = db_lt ? db_ci : cx_spi;
     assign db_notify = k_cqdb_live & db_notify_q;
     assign cmd_log = d_term[4:0];
-    assign cx_new = d_cmd_create ? {1'h1, d_wide[63:5], cmd_log, 75'h0000000000000000000} : (d_cmd_destroy ? 140'h00000000000000000000000000000000000 : (d_is[1] ? {
-        d_cx[139:75],
+    assign cx_new = d_cmd_create ? {1'h0, 1'h1, d_wide[63:5], cmd_log, 75'h0000000000000000000} : (d_cmd_destroy ? 141'h000000000000000000000000000000000000 : (d_is[5] ? {1'h1, d_cx[139:0]} : (d_is[1] ? {
+        d_cx[140:75],
         db_spi,
         cx_pi,
         d_db_used,
@@ -704,18 +759,18 @@ module card_cq_w512 (
         db_arm ? db_arm_sol : cx_sol,
         cx_ov & ~db_frees
     } : {
-        d_cx[139:75],
+        d_cx[140:75],
         (cpl_write & d_cpl_sol) ? d_pi_inc : cx_spi,
         cpl_write ? d_pi_inc : cx_pi,
         cpl_write ? d_used_inc : cx_used,
         cx_arm & ~cpl_notify,
         cx_sol,
         cx_ov | cpl_new_ov
-    }));
-    assign cx_we = b_go & ((((d_cmd_create | d_cmd_destroy) | k_cqdb_live) | cpl_write) | cpl_new_ov);
+    })));
+    assign cx_we = b_go & (((((d_cmd_create | d_cmd_destroy) | k_cqdb_live) | cpl_write) | cpl_new_ov) | k_fault);
     assign ctx_we = init_active | cx_we;
     assign ctx_wa = init_active ? init_cnt[9:0] : d_cq;
-    assign ctx_wd = cx_new & {140{~init_active}};
+    assign ctx_wd = cx_new & {141{~init_active}};
     assign nw_tight = (~init_active & ~d_cmd_destroy) & (d_cmd_create ? ~(5'h05 < cmd_log) : (d_is[1] ? db_tight : (cpl_write ? d_tight1 : d_tight0)));
     assign tight_wr_qp = ctx_wa;
     assign tight_wr_1h = {
@@ -1780,13 +1835,18 @@ module card_cq_w512 (
     assign rq_s_take = dw_s_valid & dw_s_ready;
     assign rq_pop_now = rq_s_take & rq_last_beat;
     assign rq_pop = {2'h0, rq_pop_now};
-    assign done_eqe = dw_done_valid & dw_done_tag[0];
+    assign dw_done_ready = fq_count < 3'h2;
+    assign dw_done_take = dw_done_valid & dw_done_ready;
+    assign done_eqe = dw_done_take & dw_done_tag[0];
     assign ev_stop = (b_go & k_ev) & d_flags[0];
     assign fatal = fatal_q;
-    assign m_fault_valid = flt_v;
-    assign m_fault_addr = {flt_rd[75:16], 4'h0} & {64{flt_v}};
-    assign m_fault_qpn = flt_rd[15:0] & {16{flt_v}};
-    assign m_fault_eqe = flt_v & flt_eqe;
+    assign flt_eqe_v = flt_v & flt_eqe;
+    assign fq_push = flt_v & ~flt_eqe;
+    assign fq_in = flt_rd;
+    assign m_fault_valid = flt_eqe_v | cqflt_v;
+    assign m_fault_addr = flt_eqe_v ? {flt_rd[85:26], 4'h0} : (cqflt_addr & {64{cqflt_v}});
+    assign m_fault_qpn = cqflt_qpn & {16{(cqflt_v & ~flt_eqe_v)}};
+    assign m_fault_eqe = flt_eqe_v;
     assign irq_gap = eqe_done - irq_wait;
     assign irq_reached = ~irq_gap[8];
     assign irq_fire = ((irq_pend & (irq_reached | irq_reached_q)) & ~irq_out) & ~|irq_mod_timer;
@@ -1811,6 +1871,7 @@ module card_cq_w512 (
         c_len[31:24],
         cx_base,
         cx_valid,
+        cx_err,
         d_kind,
         d_status[7:4],
         d_term[15:5],
@@ -1848,9 +1909,33 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            fq_count <= 3'h0;
+        end else begin
+            fq_count <= fq_wpos + {2'h0, fq_push};
+        end
+    end
+
+    always @(posedge clk) begin
+        fq0_f <= fq0_push ? fq_in : (({2'h0, a_take & g_fault} == 3'h1) ? fq1_f : (({2'h0, a_take & g_fault} == 3'h2) ? fq2_f : (({2'h0, a_take & g_fault} == 3'h3) ? fq3_f : fq0_f)));
+    end
+
+    always @(posedge clk) begin
+        fq1_f <= fq1_push ? fq_in : (({2'h0, a_take & g_fault} == 3'h1) ? fq2_f : (({2'h0, a_take & g_fault} == 3'h2) ? fq3_f : fq1_f));
+    end
+
+    always @(posedge clk) begin
+        fq2_f <= fq2_push ? fq_in : (({2'h0, a_take & g_fault} == 3'h1) ? fq3_f : fq2_f);
+    end
+
+    always @(posedge clk) begin
+        fq3_f <= fq3_push ? fq_in : fq3_f;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             b_kind <= 3'h0;
         end else if (a_take) begin
-            b_kind <= (((((((3'h4 & {3{g_eqcfg}}) | (3'h3 & {3{g_cmd}})) | (3'h5 & {3{g_eqdb}})) | (3'h2 & {3{g_rec0}})) | (3'h0 & {3{g_rec1}})) | (3'h1 & {3{g_rec2}})) | (3'h0 & {3{g_rec3}})) | (3'h1 & {3{g_rec4}});
+            b_kind <= ((((((((3'h4 & {3{g_eqcfg}}) | (3'h3 & {3{g_cmd}})) | (3'h5 & {3{g_eqdb}})) | (3'h2 & {3{g_rec0}})) | (3'h6 & {3{g_fault}})) | (3'h0 & {3{g_rec1}})) | (3'h1 & {3{g_rec2}})) | (3'h0 & {3{g_rec3}})) | (3'h1 & {3{g_rec4}});
         end
     end
 
@@ -1866,7 +1951,7 @@ module card_cq_w512 (
         if (rst) begin
             b_qpn <= 16'h0000;
         end else if (a_take) begin
-            b_qpn <= (s_cpl0_qpn & {16{g_rec1}}) | (s_cpl1_qpn & {16{g_rec3}});
+            b_qpn <= ((fq0_f[25:10] & {16{g_fault}}) | (s_cpl0_qpn & {16{g_rec1}})) | (s_cpl1_qpn & {16{g_rec3}});
         end
     end
 
@@ -1874,7 +1959,7 @@ module card_cq_w512 (
         if (rst) begin
             b_wide <= 64'h0000000000000000;
         end else if (a_take) begin
-            b_wide <= ((({eq_base_hi, eq_base_lo} & {64{g_eqcfg}}) | ({cq_base_hi, cq_base_lo} & {64{g_cmd}})) | (s_cpl0_wr_id & {64{g_rec1}})) | (s_cpl1_wr_id & {64{g_rec3}});
+            b_wide <= (((({eq_base_hi, eq_base_lo} & {64{g_eqcfg}}) | ({cq_base_hi, cq_base_lo} & {64{g_cmd}})) | ({fq0_f[85:26], 4'h0} & {64{g_fault}})) | (s_cpl0_wr_id & {64{g_rec1}})) | (s_cpl1_wr_id & {64{g_rec3}});
         end
     end
 
@@ -1882,7 +1967,7 @@ module card_cq_w512 (
         if (rst) begin
             b_len <= 32'h00000000;
         end else if (a_take) begin
-            b_len <= (((((s_cqdb_value & {32{g_rec0}}) | ({eq_db_arm, 7'h00, eq_db_ci} & {32{g_eqdb}})) | (s_cpl0_byte_len & {32{g_rec1}})) | (s_ev0_info & {32{g_rec2}})) | (s_cpl1_byte_len & {32{g_rec3}})) | (s_ev1_info & {32{g_rec4}});
+            b_len <= ((((((s_cqdb_value & {32{g_rec0}}) | ({eq_db_arm, 7'h00, eq_db_ci} & {32{g_eqdb}})) | ({fq0_f[53:26], 4'h0} & {32{g_fault}})) | (s_cpl0_byte_len & {32{g_rec1}})) | (s_ev0_info & {32{g_rec2}})) | (s_cpl1_byte_len & {32{g_rec3}})) | (s_ev1_info & {32{g_rec4}});
         end
     end
 
@@ -1930,7 +2015,7 @@ module card_cq_w512 (
         if (rst) begin
             b_ctxop <= 1'h0;
         end else if (a_take) begin
-            b_ctxop <= (g_cmd | g_rec0) | (g_rec1 | g_rec3);
+            b_ctxop <= ((g_cmd | g_rec0) | g_fault) | (g_rec1 | g_rec3);
         end
     end
 
@@ -1952,7 +2037,7 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            fw_data <= 140'h00000000000000000000000000000000000;
+            fw_data <= 141'h000000000000000000000000000000000000;
         end else if (ctx_we) begin
             fw_data <= ctx_wd;
         end
@@ -2268,9 +2353,9 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            hold_rec <= 317'h00000000000000000000000000000000000000000000000000000000000000000000000000000000;
+            hold_rec <= 327'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else if (b_go & rec2_v) begin
-            hold_rec <= {eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
+            hold_rec <= {10'h000, eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
         end
     end
 
@@ -2286,15 +2371,23 @@ module card_cq_w512 (
         if (rst) begin
             ov_v <= 1'h0;
         end else begin
-            ov_v <= (b_go & cpl_new_ov) | (ov_v & ~m_overrun_ready);
+            ov_v <= ov_new | (ov_v & ~m_overrun_ready);
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             ov_cq <= 10'h000;
-        end else if (b_go & cpl_new_ov) begin
+        end else if (ov_new) begin
             ov_cq <= d_cq;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ov_dma <= 1'h0;
+        end else if (ov_new) begin
+            ov_dma <= k_fault;
         end
     end
 
@@ -2454,7 +2547,7 @@ module card_cq_w512 (
         if (rst) begin
             flt_v <= 1'h0;
         end else begin
-            flt_v <= dw_done_valid & dw_done_err;
+            flt_v <= dw_done_take & dw_done_err;
         end
     end
 
@@ -2463,6 +2556,30 @@ module card_cq_w512 (
             flt_eqe <= 1'h0;
         end else begin
             flt_eqe <= dw_done_tag[0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cqflt_v <= 1'h0;
+        end else begin
+            cqflt_v <= b_go & k_fault;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cqflt_addr <= 64'h0000000000000000;
+        end else if (b_go & k_fault) begin
+            cqflt_addr <= d_wide;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cqflt_qpn <= 16'h0000;
+        end else if (b_go & k_fault) begin
+            cqflt_qpn <= d_qpn;
         end
     end
 
@@ -2525,7 +2642,7 @@ module card_cq_w512 (
     // flt: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (rq_req_take) begin
-            flt[wr_num] <= {rq_cand[316:257], rq_cand[112:97] & {16{~rq_cand_eqe}}};
+            flt[wr_num] <= {rq_cand[316:257], {rq_cand[112:97], rq_cand[326:317]} & {26{~rq_cand_eqe}}};
         end
         flt_rd <= flt[dw_done_tag[8:1]];
     end
@@ -2542,7 +2659,7 @@ module card_cq_w512 (
         .s_axis_tvalid(dw_s_valid),
         .s_axis_tready(dw_s_ready),
         .m_done_valid(dw_done_valid),
-        .m_done_ready(1'h1),
+        .m_done_ready(dw_done_ready),
         .m_done_tag(dw_done_tag),
         .m_done_err(dw_done_err),
         .m_done_err_burst(dw_done_err_burst),

@@ -31,13 +31,13 @@
 --
 -- Operations are serial, in the order they are taken: one per cycle at most,
 -- the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
--- no register write while one waits), then round robin the CQ doorbells and
--- the engines' completion and event ports. An operation is read from the CQ
--- context RAM (1024 entries, block RAM, written back with a one-entry bypass)
--- in the cycle after it is taken, and its records enter a 4-entry queue in
--- front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ
--- context RAM is cleared for 1024 cycles after reset (init_done low, nothing
--- taken).
+-- no register write while one waits), then a CQE fault, then round robin the
+-- CQ doorbells and the engines' completion and event ports. An operation is
+-- read from the CQ context RAM (1024 entries, block RAM, written back with a
+-- one-entry bypass) in the cycle after it is taken, and its records enter a
+-- 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two
+-- cycles). The CQ context RAM is cleared for 1024 cycles after reset
+-- (init_done low, nothing taken).
 --
 -- Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE
 -- that raised the interrupt has its write response (for an arming doorbell:
@@ -45,12 +45,20 @@
 -- previous irq_valid was taken; interrupts due meanwhile make one. An EQE
 -- whose write gets an error response stops the card (fatal: later operations
 -- write nothing), as does an event record with s_ev<i>_stop (card_stat's
--- DMA_FAULT of a status write) once it is written (or lost). Every write whose
--- response is an error is named on m_fault_* (its address, and for a CQE its
--- QP) for DMA_FAULT_*: a RAM of 256 entries keeps each write's address and QP
--- until its response; a CQE's fault does nothing else yet (docs/card-rtl.md).
--- Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB crossing:
--- entries are aligned).
+-- DMA_FAULT of a status write) once it is written (or lost). A CQE whose write
+-- gets an error response puts its CQ in error, as the card model's completeCQ
+-- does a write response late: the fault waits in a 4-entry queue (no write
+-- response is taken while two wait) for stage A, which takes it ahead of the
+-- records; in stage D, on a live CQ not in error, it sets the context's error
+-- bit (from then on every completion on that CQ is lost, until DESTROY),
+-- writes CQ_ERROR (OBJ the CQ, INFO the CQE's address bits 31:0), names the
+-- CQE on m_fault_* (its address and QP) and gives the overrun record with
+-- m_overrun_dma (the engines put the QPs on that CQ in error with QP_ERROR
+-- DMA); a fault on a CQ already in error (a CQE issued before the first fault
+-- came back) does nothing. An EQE's fault is named on m_fault_* the cycle
+-- after its response. A RAM of 256 entries keeps each write's address, QP and
+-- CQ until its response. Every DMA write is 32 or 16 bytes in one INCR burst
+-- (no 4 KiB crossing: entries are aligned).
 --
 -- Implements: docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go
 
@@ -136,7 +144,8 @@ entity card_cq_w512 is
         m_overrun_valid : out std_logic;     -- a CQ overran: the engines put every QP on m_overrun_cq in error
         m_overrun_ready : in  std_logic;
         m_overrun_cq : out std_logic_vector(9 downto 0);
-        m_fault_valid : out std_logic;       -- pulse: a CQE's or EQE's DMA write got an error response
+        m_overrun_dma : out std_logic;       -- the CQ is in error (a CQE's write faulted: QP_ERROR DMA), not full (QP_ERROR CQ_OVERRUN)
+        m_fault_valid : out std_logic;       -- pulse: an EQE's DMA write got an error response, or a CQE's put its CQ in error
         m_fault_addr : out std_logic_vector(63 downto 0); -- its address
         m_fault_qpn : out std_logic_vector(15 downto 0); -- a CQE's QP (0 for an EQE)
         m_fault_eqe : out std_logic;         -- it was an EQE's (the card stops)
@@ -200,6 +209,9 @@ architecture rtl of card_cq_w512 is
     signal g_cmd : std_logic;
     signal g_eqdb : std_logic;
     signal ctl_any : std_logic;
+    signal fq_held : std_logic_vector(2 downto 0); -- CQE faults waiting
+    signal fq_v : std_logic;                 -- a CQE fault waits
+    signal g_fault : std_logic;
     signal rec_free : std_logic;             -- the doorbells and records may be taken
     signal rr_last : std_logic_vector(2 downto 0) := "000"; -- the record port granted last
     signal g_rec0 : std_logic;
@@ -209,13 +221,25 @@ architecture rtl of card_cq_w512 is
     signal g_rec4 : std_logic;
     signal a_any : std_logic;
     signal a_take : std_logic;               -- an operation moves to stage B
+    signal fq_in : std_logic_vector(85 downto 0);
+    signal fq_push : std_logic;
+    signal fq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in fq
+    signal fq0_f : std_logic_vector(85 downto 0);
+    signal fq1_f : std_logic_vector(85 downto 0);
+    signal fq2_f : std_logic_vector(85 downto 0);
+    signal fq3_f : std_logic_vector(85 downto 0);
+    signal fq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal fq0_push : std_logic;
+    signal fq1_push : std_logic;
+    signal fq2_push : std_logic;
+    signal fq3_push : std_logic;
     signal a_cq : std_logic_vector(9 downto 0); -- the CQ the operation reads
     signal b_v : std_logic := '0';           -- stage B holds an operation
     signal b_kind : std_logic_vector(2 downto 0) := "000"; -- what it is
     signal b_cq : std_logic_vector(9 downto 0) := "0000000000"; -- its CQ
-    signal b_qpn : std_logic_vector(15 downto 0) := x"0000"; -- completion: QP
-    signal b_wide : std_logic_vector(63 downto 0) := x"0000000000000000"; -- completion: WR_ID; CQ_CMD, EQ_CFG: base
-    signal b_len : std_logic_vector(31 downto 0) := x"00000000"; -- completion: BYTE_LEN; event: INFO; doorbells: value
+    signal b_qpn : std_logic_vector(15 downto 0) := x"0000"; -- completion, fault: QP
+    signal b_wide : std_logic_vector(63 downto 0) := x"0000000000000000"; -- completion: WR_ID; CQ_CMD, EQ_CFG: base; fault: the CQE's address
+    signal b_len : std_logic_vector(31 downto 0) := x"00000000"; -- completion: BYTE_LEN; event: INFO; doorbells: value; fault: the address's low word
     signal b_opc : std_logic_vector(7 downto 0) := x"00"; -- completion: OPCODE; event: TYPE; EQ_CFG: vector
     signal b_status : std_logic_vector(7 downto 0) := x"00"; -- completion: STATUS; CQ_CMD: op
     signal b_inv : std_logic_vector(31 downto 0) := x"00000000"; -- completion: INV_STAG; event: OBJ
@@ -224,12 +248,12 @@ architecture rtl of card_cq_w512 is
     signal b_ctxop : std_logic := '0';       -- it reads and may write a CQ context
     signal ctx_we : std_logic;
     signal ctx_wa : std_logic_vector(9 downto 0);
-    signal ctx_wd : std_logic_vector(139 downto 0);
-    signal ctx_rd : std_logic_vector(139 downto 0); -- read data of ctx
+    signal ctx_wd : std_logic_vector(140 downto 0);
+    signal ctx_rd : std_logic_vector(140 downto 0); -- read data of ctx
     signal fw_v : std_logic := '0';          -- the bypass holds the last context written
     signal fw_addr : std_logic_vector(9 downto 0) := "0000000000";
-    signal fw_data : std_logic_vector(139 downto 0) := x"00000000000000000000000000000000000";
-    signal b_cx : std_logic_vector(139 downto 0); -- the context of b_cq as it is now
+    signal fw_data : std_logic_vector(140 downto 0) := "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+    signal b_cx : std_logic_vector(140 downto 0); -- the context of b_cq as it is now
     signal b_to_c : std_logic;               -- the operation moves from B to C
     signal c_kind : std_logic_vector(2 downto 0); -- b_kind, a stage on
     signal c_cq : std_logic_vector(9 downto 0); -- b_cq, a stage on
@@ -242,9 +266,10 @@ architecture rtl of card_cq_w512 is
     signal c_flags : std_logic_vector(1 downto 0); -- b_flags, a stage on
     signal c_term : std_logic_vector(15 downto 0); -- b_term, a stage on
     signal c_ctxop : std_logic;              -- b_ctxop, a stage on
-    signal c_cx : std_logic_vector(139 downto 0); -- the context, current
+    signal c_cx : std_logic_vector(140 downto 0); -- the context, current
     signal c_v : std_logic := '0';           -- stage C holds an operation
     signal c_to_d : std_logic;               -- the operation moves from C to D
+    signal c_cx_err : std_logic;             -- a CQE's write faulted: the CQ takes no CQE until DESTROY
     signal c_cx_valid : std_logic;
     signal c_cx_base : std_logic_vector(58 downto 0);
     signal c_cx_log : std_logic_vector(4 downto 0);
@@ -285,11 +310,11 @@ architecture rtl of card_cq_w512 is
     signal c_cmd_destroy : std_logic;
     signal cfg_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
     signal c_cfg_ok : std_logic;             -- EQ_CFG: not refused
-    signal c_cpl_live : std_logic;           -- a completion on a CQ that exists
+    signal c_cpl_live : std_logic;           -- a completion on a CQ that exists and is not in error
     signal c_cpl_sol : std_logic;            -- a solicited or error completion
     signal c_cpl_armed : std_logic;          -- a CQ_NOTIFY follows if the CQE is written
     signal c_cpl_ov_new : std_logic;         -- an overrun would be reported now
-    signal c_is : std_logic_vector(4 downto 0); -- one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
+    signal c_is : std_logic_vector(5 downto 0); -- one-hot: a fault that puts a live CQ in error, EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
     signal d_kind : std_logic_vector(2 downto 0); -- c_kind, a stage on
     signal d_cq : std_logic_vector(9 downto 0); -- c_cq, a stage on
     signal d_qpn : std_logic_vector(15 downto 0); -- c_qpn, a stage on
@@ -301,7 +326,7 @@ architecture rtl of card_cq_w512 is
     signal d_flags : std_logic_vector(1 downto 0); -- c_flags, a stage on
     signal d_term : std_logic_vector(15 downto 0); -- c_term, a stage on
     signal d_ctxop : std_logic;              -- c_ctxop, a stage on
-    signal d_cx : std_logic_vector(139 downto 0);
+    signal d_cx : std_logic_vector(140 downto 0);
     signal d_cq_mask : std_logic_vector(23 downto 0); -- c_cq_mask, a stage on
     signal d_cq_full : std_logic;            -- c_cq_full, a stage on
     signal d_cq_owner : std_logic;           -- c_cq_owner, a stage on
@@ -316,7 +341,7 @@ architecture rtl of card_cq_w512 is
     signal d_cpl_sol : std_logic;            -- c_cpl_sol, a stage on
     signal d_cpl_armed : std_logic;          -- c_cpl_armed, a stage on
     signal d_cpl_ov_new : std_logic;         -- c_cpl_ov_new, a stage on
-    signal d_is : std_logic_vector(4 downto 0); -- c_is, a stage on
+    signal d_is : std_logic_vector(5 downto 0); -- c_is, a stage on
     signal d_used_inc : std_logic_vector(23 downto 0); -- c_used_inc, a stage on
     signal d_tight0 : std_logic;             -- c_tight0, a stage on
     signal d_tight1 : std_logic;             -- c_tight1, a stage on
@@ -327,6 +352,7 @@ architecture rtl of card_cq_w512 is
     signal k_cqdb_live : std_logic;          -- on a CQ that exists
     signal k_eqcfg : std_logic;
     signal k_eqdb : std_logic;
+    signal cx_err : std_logic;               -- a CQE's write faulted: the CQ takes no CQE until DESTROY
     signal cx_valid : std_logic;
     signal cx_base : std_logic_vector(58 downto 0);
     signal cx_log : std_logic_vector(4 downto 0);
@@ -346,6 +372,7 @@ architecture rtl of card_cq_w512 is
     signal eq_used : std_logic_vector(23 downto 0) := x"000000"; -- EQ PI minus CI: entries not consumed
     signal eq_armed : std_logic := '0';
     signal fatal_q : std_logic := '0';
+    signal k_fault : std_logic;              -- a CQE's fault puts its live CQ in error
     signal eq_mask : std_logic_vector(23 downto 0); -- index bits below log2 size
     signal eq_full : std_logic;              -- as many EQEs as the ring holds
     signal eq_owner : std_logic;
@@ -370,22 +397,24 @@ architecture rtl of card_cq_w512 is
     signal rq_push : std_logic;
     signal rq_pop : std_logic_vector(2 downto 0);
     signal rec1_v : std_logic;
-    signal rec1 : std_logic_vector(316 downto 0);
+    signal rec1 : std_logic_vector(326 downto 0);
     signal rec2_v : std_logic;
-    signal rq_in : std_logic_vector(316 downto 0);
+    signal rq_in : std_logic_vector(326 downto 0);
     signal rq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in rq
-    signal rq0_rec : std_logic_vector(316 downto 0);
-    signal rq1_rec : std_logic_vector(316 downto 0);
-    signal rq2_rec : std_logic_vector(316 downto 0);
-    signal rq3_rec : std_logic_vector(316 downto 0);
+    signal rq0_rec : std_logic_vector(326 downto 0);
+    signal rq1_rec : std_logic_vector(326 downto 0);
+    signal rq2_rec : std_logic_vector(326 downto 0);
+    signal rq3_rec : std_logic_vector(326 downto 0);
     signal rq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal rq0_push : std_logic;
     signal rq1_push : std_logic;
     signal rq2_push : std_logic;
     signal rq3_push : std_logic;
     signal rq_room : std_logic;
-    signal hold_rec : std_logic_vector(316 downto 0) := "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+    signal hold_rec : std_logic_vector(326 downto 0) := "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+    signal ov_new : std_logic;
     signal ov_cq : std_logic_vector(9 downto 0) := "0000000000";
+    signal ov_dma : std_logic := '0';
     signal db_ci : std_logic_vector(23 downto 0);
     signal db_arm : std_logic;
     signal db_arm_sol : std_logic;
@@ -399,7 +428,7 @@ architecture rtl of card_cq_w512 is
     signal db_notify_q : std_logic;
     signal db_spi : std_logic_vector(23 downto 0); -- the solicited PI, CI once every solicited or error CQE is consumed
     signal cmd_log : std_logic_vector(4 downto 0);
-    signal cx_new : std_logic_vector(139 downto 0); -- the context written back
+    signal cx_new : std_logic_vector(140 downto 0); -- the context written back
     signal cx_we : std_logic;
     signal nw_tight : std_logic;             -- the context written leaves its CQ tight
     signal tight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- cq_tight
@@ -434,7 +463,7 @@ architecture rtl of card_cq_w512 is
     signal rq_sent : std_logic_vector(1 downto 0) := "00"; -- records at the head whose request dma_wr took
     signal rq_cand1 : std_logic;             -- the second record's request is next
     signal rq_cand_ok : std_logic;
-    signal rq_cand : std_logic_vector(316 downto 0);
+    signal rq_cand : std_logic_vector(326 downto 0);
     signal rq_cand_eqe : std_logic;
     signal dw_req_addr : std_logic_vector(63 downto 0);
     signal dw_req_len : std_logic_vector(15 downto 0);
@@ -447,13 +476,19 @@ architecture rtl of card_cq_w512 is
     signal rq_last_beat : std_logic;
     signal rq_s_take : std_logic;
     signal rq_pop_now : std_logic;
+    signal dw_done_ready : std_logic;        -- room in fq for this response's fault and the one read now
+    signal dw_done_take : std_logic;
     signal eqe_issued : std_logic_vector(8 downto 0) := "000000000"; -- EQEs generated
     signal eqe_done : std_logic_vector(8 downto 0) := "000000000"; -- EQEs written (write response)
     signal done_eqe : std_logic;
     signal ev_stop : std_logic;              -- a stopping event is written or lost
-    signal flt_rd : std_logic_vector(75 downto 0); -- read data of flt
+    signal flt_rd : std_logic_vector(85 downto 0); -- read data of flt
     signal flt_v : std_logic := '0';         -- a faulted write's entry is read
     signal flt_eqe : std_logic := '0';
+    signal flt_eqe_v : std_logic;            -- an EQE's write faulted
+    signal cqflt_v : std_logic := '0';       -- a CQE's fault put its CQ in error
+    signal cqflt_addr : std_logic_vector(63 downto 0) := x"0000000000000000";
+    signal cqflt_qpn : std_logic_vector(15 downto 0) := x"0000";
     signal irq_pend : std_logic := '0';      -- an interrupt is due
     signal irq_wait : std_logic_vector(8 downto 0) := "000000000"; -- it waits until eqe_done reaches this
     signal irq_out : std_logic := '0';
@@ -478,10 +513,10 @@ architecture rtl of card_cq_w512 is
     signal dw_wvalid : std_logic;
     signal dw_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type ctx_t is array (0 to 1023) of std_logic_vector(139 downto 0);
+    type ctx_t is array (0 to 1023) of std_logic_vector(140 downto 0);
     signal ctx : ctx_t;                      -- CQ contexts
-    type flt_t is array (0 to 255) of std_logic_vector(75 downto 0);
-    signal flt : flt_t;                      -- per write in flight: address bits 63:4 and a CQE's QP
+    type flt_t is array (0 to 255) of std_logic_vector(85 downto 0);
+    signal flt : flt_t;                      -- per write in flight: address bits 63:4, a CQE's QP and CQ
 begin
     init_active <= not init_cnt(10);
     init_done <= not init_active;
@@ -489,13 +524,15 @@ begin
     g_cmd <= cq_cmd_valid and (not eqcfg_pend);
     g_eqdb <= eq_db_valid and (not (eqcfg_pend or cq_cmd_valid));
     ctl_any <= (eqcfg_pend or cq_cmd_valid) or eq_db_valid;
-    rec_free <= not ctl_any;
+    fq_v <= or fq_held;
+    g_fault <= fq_v and (not ctl_any);
+    rec_free <= not (ctl_any or fq_v);
     g_rec0 <= rec_free and (s_cqdb_valid and (((((b2l(rr_last = "000") and (not (((s_cpl0_valid or s_ev0_valid) or s_cpl1_valid) or s_ev1_valid))) or (b2l(rr_last = "001") and (not ((s_ev0_valid or s_cpl1_valid) or s_ev1_valid)))) or (b2l(rr_last = "010") and (not (s_cpl1_valid or s_ev1_valid)))) or (b2l(rr_last = "011") and (not s_ev1_valid))) or b2l(rr_last = "100")));
     g_rec1 <= rec_free and (s_cpl0_valid and ((((b2l(rr_last = "000") or (b2l(rr_last = "001") and (not (((s_ev0_valid or s_cpl1_valid) or s_ev1_valid) or s_cqdb_valid)))) or (b2l(rr_last = "010") and (not ((s_cpl1_valid or s_ev1_valid) or s_cqdb_valid)))) or (b2l(rr_last = "011") and (not (s_ev1_valid or s_cqdb_valid)))) or (b2l(rr_last = "100") and (not s_cqdb_valid))));
     g_rec2 <= rec_free and (s_ev0_valid and (((((b2l(rr_last = "000") and (not s_cpl0_valid)) or b2l(rr_last = "001")) or (b2l(rr_last = "010") and (not (((s_cpl1_valid or s_ev1_valid) or s_cqdb_valid) or s_cpl0_valid)))) or (b2l(rr_last = "011") and (not ((s_ev1_valid or s_cqdb_valid) or s_cpl0_valid)))) or (b2l(rr_last = "100") and (not (s_cqdb_valid or s_cpl0_valid)))));
     g_rec3 <= rec_free and (s_cpl1_valid and (((((b2l(rr_last = "000") and (not (s_cpl0_valid or s_ev0_valid))) or (b2l(rr_last = "001") and (not s_ev0_valid))) or b2l(rr_last = "010")) or (b2l(rr_last = "011") and (not (((s_ev1_valid or s_cqdb_valid) or s_cpl0_valid) or s_ev0_valid)))) or (b2l(rr_last = "100") and (not ((s_cqdb_valid or s_cpl0_valid) or s_ev0_valid)))));
     g_rec4 <= rec_free and (s_ev1_valid and (((((b2l(rr_last = "000") and (not ((s_cpl0_valid or s_ev0_valid) or s_cpl1_valid))) or (b2l(rr_last = "001") and (not (s_ev0_valid or s_cpl1_valid)))) or (b2l(rr_last = "010") and (not s_cpl1_valid))) or b2l(rr_last = "011")) or (b2l(rr_last = "100") and (not (((s_cqdb_valid or s_cpl0_valid) or s_ev0_valid) or s_cpl1_valid)))));
-    a_any <= ctl_any or ((((g_rec0 or g_rec1) or g_rec2) or g_rec3) or g_rec4);
+    a_any <= (ctl_any or fq_v) or ((((g_rec0 or g_rec1) or g_rec2) or g_rec3) or g_rec4);
     a_take <= ((a_any and b_free) and (not init_active)) and (not rst);
     cq_cmd_ready <= a_take and g_cmd;
     eq_db_ready <= a_take and g_eqdb;
@@ -504,8 +541,15 @@ begin
     s_ev0_ready <= a_take and g_rec2;
     s_cpl1_ready <= a_take and g_rec3;
     s_ev1_ready <= a_take and g_rec4;
-    a_cq <= (((cq_num_cqn(9 downto 0) and std_logic_vector'(9 downto 0 => g_cmd)) or (s_cqdb_index and std_logic_vector'(9 downto 0 => g_rec0))) or (s_cpl0_cq and std_logic_vector'(9 downto 0 => g_rec1))) or (s_cpl1_cq and std_logic_vector'(9 downto 0 => g_rec3));
+    fq_wpos <= std_logic_vector(unsigned(fq_count) - unsigned(std_logic_vector'("00" & (a_take and g_fault))));
+    fq0_push <= fq_push and b2l(fq_wpos = "000");
+    fq1_push <= fq_push and b2l(fq_wpos = "001");
+    fq2_push <= fq_push and b2l(fq_wpos = "010");
+    fq3_push <= fq_push and b2l(fq_wpos = "011");
+    fq_held <= fq_count;
+    a_cq <= ((((cq_num_cqn(9 downto 0) and std_logic_vector'(9 downto 0 => g_cmd)) or (s_cqdb_index and std_logic_vector'(9 downto 0 => g_rec0))) or (fq0_f(9 downto 0) and std_logic_vector'(9 downto 0 => g_fault))) or (s_cpl0_cq and std_logic_vector'(9 downto 0 => g_rec1))) or (s_cpl1_cq and std_logic_vector'(9 downto 0 => g_rec3));
     b_cx <= mux(fw_v and b2l(fw_addr = b_cq), fw_data, ctx_rd);
+    c_cx_err <= c_cx(140);
     c_cx_valid <= c_cx(139);
     c_cx_base <= c_cx(138 downto 80);
     c_cx_log <= c_cx(79 downto 75);
@@ -624,11 +668,12 @@ begin
         b2l(unsigned'("00000") < unsigned(c_cmd_log))
     );
     c_cfg_ok <= (not c_flags(0)) or (((not b2l(unsigned'("10000") < unsigned(c_cmd_log))) and (not (or c_wide(3 downto 0)))) and (not (or (c_wide(20 downto 4) and cfg_mask))));
-    c_cpl_live <= b2l(c_kind = "000") and c_cx_valid;
+    c_cpl_live <= (b2l(c_kind = "000") and c_cx_valid) and (not c_cx_err);
     c_cpl_sol <= c_flags(0) or (or c_status);
     c_cpl_armed <= (c_cpl_live and c_cx_arm) and ((not c_cx_sol) or c_cpl_sol);
     c_cpl_ov_new <= c_cpl_live and (not c_cx_ov);
     c_is <= std_logic_vector'(
+        ((b2l(c_kind = "110") and c_cx_valid) and (not c_cx_err)) &
         b2l(c_kind = "101") &
         b2l(c_kind = "100") &
         (b2l(c_kind = "010") and c_cx_valid) &
@@ -643,6 +688,7 @@ begin
     k_cqdb_live <= d_v and d_is(2);
     k_eqcfg <= d_v and d_is(3);
     k_eqdb <= d_v and d_is(4);
+    cx_err <= d_cx(140);
     cx_valid <= d_cx(139);
     cx_base <= d_cx(138 downto 80);
     cx_log <= d_cx(79 downto 75);
@@ -653,6 +699,7 @@ begin
     cx_sol <= d_cx(1);
     cx_ov <= d_cx(0);
     d_two <= d_v and (d_is(1) or d_is(4));
+    k_fault <= (d_v and d_is(5)) and (not fatal_q);
     eq_mask <= std_logic_vector'(
         b2l(unsigned'("10111") < unsigned(eq_log)) &
         b2l(unsigned'("10110") < unsigned(eq_log)) &
@@ -704,10 +751,10 @@ begin
         d_len &
         d_wide
     );
-    ev_on <= (((k_ev or cpl_notify) or cpl_new_ov) or db_notify) and (not fatal_q);
-    ev_type <= mux(k_ev, d_opc, mux(cpl_notify or db_notify, x"01", x"09"));
+    ev_on <= ((((k_ev or cpl_notify) or cpl_new_ov) or db_notify) or k_fault) and (not fatal_q);
+    ev_type <= mux(k_ev, d_opc, mux(cpl_notify or db_notify, x"01", mux(k_fault, x"0b", x"09")));
     ev_obj <= mux(k_ev, d_inv, std_logic_vector'("0000000000000000000000" & d_cq));
-    ev_info <= d_len and std_logic_vector'(31 downto 0 => k_ev);
+    ev_info <= d_len and std_logic_vector'(31 downto 0 => k_ev or k_fault);
     ev_term <= k_ev and (b2l(d_opc = x"06") or b2l(d_opc = x"07"));
     ev_term_f <= d_term and std_logic_vector'(15 downto 0 => ev_term);
     ev_write <= (ev_on and eq_enabled) and (not eq_full);
@@ -724,7 +771,12 @@ begin
         ev_type
     );
     rec1_v <= cpl_write or ev_write;
-    rec1 <= mux(cpl_write, std_logic_vector'(d_cq_addr & cqe & '0'), std_logic_vector'(eq_addr & std_logic_vector'(x"00000000000000000000000000000000" & eqe) & '1'));
+    rec1 <= mux(cpl_write, std_logic_vector'(d_cq & d_cq_addr & cqe & '0'), std_logic_vector'(
+        "0000000000" &
+        eq_addr &
+        std_logic_vector'(x"00000000000000000000000000000000" & eqe) &
+        '1'
+    ));
     rec2_v <= cpl_write and ev_write;
     rq_wpos <= std_logic_vector(unsigned(rq_count) - unsigned(rq_pop));
     rq0_push <= rq_push and b2l(rq_wpos = "000");
@@ -735,8 +787,10 @@ begin
     b_go <= (((d_v and (not hold_v)) and rq_room) and ((not ov_v) or m_overrun_ready)) and ((not d_two) or d_ph);
     rq_push <= (hold_v and rq_room) or (b_go and rec1_v);
     rq_in <= mux(hold_v, hold_rec, rec1);
+    ov_new <= b_go and (cpl_new_ov or k_fault);
     m_overrun_valid <= ov_v;
     m_overrun_cq <= ov_cq and std_logic_vector'(9 downto 0 => ov_v);
+    m_overrun_dma <= ov_v and ov_dma;
     db_ci <= d_len(23 downto 0);
     db_arm <= d_len(30);
     db_arm_sol <= d_len(31);
@@ -747,12 +801,13 @@ begin
     db_notify <= k_cqdb_live and db_notify_q;
     cmd_log <= d_term(4 downto 0);
     cx_new <= mux(d_cmd_create, std_logic_vector'(
+        '0' &
         '1' &
         d_wide(63 downto 5) &
         cmd_log &
         "000000000000000000000000000000000000000000000000000000000000000000000000000"
-    ), mux(d_cmd_destroy, x"00000000000000000000000000000000000", mux(d_is(1), std_logic_vector'(
-        d_cx(139 downto 75) &
+    ), mux(d_cmd_destroy, "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", mux(d_is(5), std_logic_vector'('1' & d_cx(139 downto 0)), mux(d_is(1), std_logic_vector'(
+        d_cx(140 downto 75) &
         db_spi &
         cx_pi &
         d_db_used &
@@ -760,18 +815,18 @@ begin
         mux(db_arm, db_arm_sol, cx_sol) &
         (cx_ov and (not db_frees))
     ), std_logic_vector'(
-        d_cx(139 downto 75) &
+        d_cx(140 downto 75) &
         mux(cpl_write and d_cpl_sol, d_pi_inc, cx_spi) &
         mux(cpl_write, d_pi_inc, cx_pi) &
         mux(cpl_write, d_used_inc, cx_used) &
         (cx_arm and (not cpl_notify)) &
         cx_sol &
         (cx_ov or cpl_new_ov)
-    ))));
-    cx_we <= b_go and ((((d_cmd_create or d_cmd_destroy) or k_cqdb_live) or cpl_write) or cpl_new_ov);
+    )))));
+    cx_we <= b_go and (((((d_cmd_create or d_cmd_destroy) or k_cqdb_live) or cpl_write) or cpl_new_ov) or k_fault);
     ctx_we <= init_active or cx_we;
     ctx_wa <= mux(init_active, init_cnt(9 downto 0), d_cq);
-    ctx_wd <= cx_new and std_logic_vector'(139 downto 0 => not init_active);
+    ctx_wd <= cx_new and std_logic_vector'(140 downto 0 => not init_active);
     nw_tight <= ((not init_active) and (not d_cmd_destroy)) and mux(d_cmd_create, not b2l(unsigned'("00101") < unsigned(cmd_log)), mux(d_is(1), db_tight, mux(cpl_write, d_tight1, d_tight0)));
     tight_wr_qp <= ctx_wa;
     tight_wr_1h <= std_logic_vector'(
@@ -1839,13 +1894,18 @@ begin
     rq_s_take <= dw_s_valid and dw_s_ready;
     rq_pop_now <= rq_s_take and rq_last_beat;
     rq_pop <= std_logic_vector'("00" & rq_pop_now);
-    done_eqe <= dw_done_valid and dw_done_tag(0);
+    dw_done_ready <= b2l(unsigned(fq_count) < unsigned'("010"));
+    dw_done_take <= dw_done_valid and dw_done_ready;
+    done_eqe <= dw_done_take and dw_done_tag(0);
     ev_stop <= (b_go and k_ev) and d_flags(0);
     fatal <= fatal_q;
-    m_fault_valid <= flt_v;
-    m_fault_addr <= std_logic_vector'(flt_rd(75 downto 16) & x"0") and std_logic_vector'(63 downto 0 => flt_v);
-    m_fault_qpn <= flt_rd(15 downto 0) and std_logic_vector'(15 downto 0 => flt_v);
-    m_fault_eqe <= flt_v and flt_eqe;
+    flt_eqe_v <= flt_v and flt_eqe;
+    fq_push <= flt_v and (not flt_eqe);
+    fq_in <= flt_rd;
+    m_fault_valid <= flt_eqe_v or cqflt_v;
+    m_fault_addr <= mux(flt_eqe_v, std_logic_vector'(flt_rd(85 downto 26) & x"0"), cqflt_addr and std_logic_vector'(63 downto 0 => cqflt_v));
+    m_fault_qpn <= cqflt_qpn and std_logic_vector'(15 downto 0 => cqflt_v and (not flt_eqe_v));
+    m_fault_eqe <= flt_eqe_v;
     irq_gap <= std_logic_vector(unsigned(eqe_done) - unsigned(irq_wait));
     irq_reached <= not irq_gap(8);
     irq_fire <= ((irq_pend and (irq_reached or irq_reached_q)) and (not irq_out)) and (not (or irq_mod_timer));
@@ -1870,6 +1930,7 @@ begin
         c_len(31 downto 24) &
         cx_base &
         cx_valid &
+        cx_err &
         d_kind &
         d_status(7 downto 4) &
         d_term(15 downto 5) &
@@ -1914,13 +1975,52 @@ begin
         end if;
     end process;
 
+    fq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fq_count <= "000";
+            else
+                fq_count <= std_logic_vector(unsigned(fq_wpos) + unsigned(std_logic_vector'("00" & fq_push)));
+            end if;
+        end if;
+    end process;
+
+    fq0_f_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            fq0_f <= mux(fq0_push, fq_in, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "001"), fq1_f, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "010"), fq2_f, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "011"), fq3_f, fq0_f))));
+        end if;
+    end process;
+
+    fq1_f_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            fq1_f <= mux(fq1_push, fq_in, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "001"), fq2_f, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "010"), fq3_f, fq1_f)));
+        end if;
+    end process;
+
+    fq2_f_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            fq2_f <= mux(fq2_push, fq_in, mux(b2l(std_logic_vector'("00" & (a_take and g_fault)) = "001"), fq3_f, fq2_f));
+        end if;
+    end process;
+
+    fq3_f_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            fq3_f <= mux(fq3_push, fq_in, fq3_f);
+        end if;
+    end process;
+
     b_kind_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 b_kind <= "000";
             elsif a_take = '1' then
-                b_kind <= ((((((("100" and std_logic_vector'(2 downto 0 => g_eqcfg)) or ("011" and std_logic_vector'(2 downto 0 => g_cmd))) or ("101" and std_logic_vector'(2 downto 0 => g_eqdb))) or ("010" and std_logic_vector'(2 downto 0 => g_rec0))) or ("000" and std_logic_vector'(2 downto 0 => g_rec1))) or ("001" and std_logic_vector'(2 downto 0 => g_rec2))) or ("000" and std_logic_vector'(2 downto 0 => g_rec3))) or ("001" and std_logic_vector'(2 downto 0 => g_rec4));
+                b_kind <= (((((((("100" and std_logic_vector'(2 downto 0 => g_eqcfg)) or ("011" and std_logic_vector'(2 downto 0 => g_cmd))) or ("101" and std_logic_vector'(2 downto 0 => g_eqdb))) or ("010" and std_logic_vector'(2 downto 0 => g_rec0))) or ("110" and std_logic_vector'(2 downto 0 => g_fault))) or ("000" and std_logic_vector'(2 downto 0 => g_rec1))) or ("001" and std_logic_vector'(2 downto 0 => g_rec2))) or ("000" and std_logic_vector'(2 downto 0 => g_rec3))) or ("001" and std_logic_vector'(2 downto 0 => g_rec4));
             end if;
         end if;
     end process;
@@ -1942,7 +2042,7 @@ begin
             if rst = '1' then
                 b_qpn <= x"0000";
             elsif a_take = '1' then
-                b_qpn <= (s_cpl0_qpn and std_logic_vector'(15 downto 0 => g_rec1)) or (s_cpl1_qpn and std_logic_vector'(15 downto 0 => g_rec3));
+                b_qpn <= ((fq0_f(25 downto 10) and std_logic_vector'(15 downto 0 => g_fault)) or (s_cpl0_qpn and std_logic_vector'(15 downto 0 => g_rec1))) or (s_cpl1_qpn and std_logic_vector'(15 downto 0 => g_rec3));
             end if;
         end if;
     end process;
@@ -1953,7 +2053,7 @@ begin
             if rst = '1' then
                 b_wide <= x"0000000000000000";
             elsif a_take = '1' then
-                b_wide <= (((std_logic_vector'(eq_base_hi & eq_base_lo) and std_logic_vector'(63 downto 0 => g_eqcfg)) or (std_logic_vector'(cq_base_hi & cq_base_lo) and std_logic_vector'(63 downto 0 => g_cmd))) or (s_cpl0_wr_id and std_logic_vector'(63 downto 0 => g_rec1))) or (s_cpl1_wr_id and std_logic_vector'(63 downto 0 => g_rec3));
+                b_wide <= ((((std_logic_vector'(eq_base_hi & eq_base_lo) and std_logic_vector'(63 downto 0 => g_eqcfg)) or (std_logic_vector'(cq_base_hi & cq_base_lo) and std_logic_vector'(63 downto 0 => g_cmd))) or (std_logic_vector'(fq0_f(85 downto 26) & x"0") and std_logic_vector'(63 downto 0 => g_fault))) or (s_cpl0_wr_id and std_logic_vector'(63 downto 0 => g_rec1))) or (s_cpl1_wr_id and std_logic_vector'(63 downto 0 => g_rec3));
             end if;
         end if;
     end process;
@@ -1964,7 +2064,7 @@ begin
             if rst = '1' then
                 b_len <= x"00000000";
             elsif a_take = '1' then
-                b_len <= (((((s_cqdb_value and std_logic_vector'(31 downto 0 => g_rec0)) or (std_logic_vector'(eq_db_arm & "0000000" & eq_db_ci) and std_logic_vector'(31 downto 0 => g_eqdb))) or (s_cpl0_byte_len and std_logic_vector'(31 downto 0 => g_rec1))) or (s_ev0_info and std_logic_vector'(31 downto 0 => g_rec2))) or (s_cpl1_byte_len and std_logic_vector'(31 downto 0 => g_rec3))) or (s_ev1_info and std_logic_vector'(31 downto 0 => g_rec4));
+                b_len <= ((((((s_cqdb_value and std_logic_vector'(31 downto 0 => g_rec0)) or (std_logic_vector'(eq_db_arm & "0000000" & eq_db_ci) and std_logic_vector'(31 downto 0 => g_eqdb))) or (std_logic_vector'(fq0_f(53 downto 26) & x"0") and std_logic_vector'(31 downto 0 => g_fault))) or (s_cpl0_byte_len and std_logic_vector'(31 downto 0 => g_rec1))) or (s_ev0_info and std_logic_vector'(31 downto 0 => g_rec2))) or (s_cpl1_byte_len and std_logic_vector'(31 downto 0 => g_rec3))) or (s_ev1_info and std_logic_vector'(31 downto 0 => g_rec4));
             end if;
         end if;
     end process;
@@ -2030,7 +2130,7 @@ begin
             if rst = '1' then
                 b_ctxop <= '0';
             elsif a_take = '1' then
-                b_ctxop <= (g_cmd or g_rec0) or (g_rec1 or g_rec3);
+                b_ctxop <= ((g_cmd or g_rec0) or g_fault) or (g_rec1 or g_rec3);
             end if;
         end if;
     end process;
@@ -2061,7 +2161,7 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                fw_data <= x"00000000000000000000000000000000000";
+                fw_data <= "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             elsif ctx_we = '1' then
                 fw_data <= ctx_wd;
             end if;
@@ -2533,9 +2633,14 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                hold_rec <= "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+                hold_rec <= "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             elsif (b_go and rec2_v) = '1' then
-                hold_rec <= std_logic_vector'(eq_addr & std_logic_vector'(x"00000000000000000000000000000000" & eqe) & '1');
+                hold_rec <= std_logic_vector'(
+                    "0000000000" &
+                    eq_addr &
+                    std_logic_vector'(x"00000000000000000000000000000000" & eqe) &
+                    '1'
+                );
             end if;
         end if;
     end process;
@@ -2557,7 +2662,7 @@ begin
             if rst = '1' then
                 ov_v <= '0';
             else
-                ov_v <= (b_go and cpl_new_ov) or (ov_v and (not m_overrun_ready));
+                ov_v <= ov_new or (ov_v and (not m_overrun_ready));
             end if;
         end if;
     end process;
@@ -2567,8 +2672,19 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 ov_cq <= "0000000000";
-            elsif (b_go and cpl_new_ov) = '1' then
+            elsif ov_new = '1' then
                 ov_cq <= d_cq;
+            end if;
+        end if;
+    end process;
+
+    ov_dma_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ov_dma <= '0';
+            elsif ov_new = '1' then
+                ov_dma <= k_fault;
             end if;
         end if;
     end process;
@@ -2800,7 +2916,7 @@ begin
             if rst = '1' then
                 flt_v <= '0';
             else
-                flt_v <= dw_done_valid and dw_done_err;
+                flt_v <= dw_done_take and dw_done_err;
             end if;
         end if;
     end process;
@@ -2812,6 +2928,39 @@ begin
                 flt_eqe <= '0';
             else
                 flt_eqe <= dw_done_tag(0);
+            end if;
+        end if;
+    end process;
+
+    cqflt_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cqflt_v <= '0';
+            else
+                cqflt_v <= b_go and k_fault;
+            end if;
+        end if;
+    end process;
+
+    cqflt_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cqflt_addr <= x"0000000000000000";
+            elsif (b_go and k_fault) = '1' then
+                cqflt_addr <= d_wide;
+            end if;
+        end if;
+    end process;
+
+    cqflt_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cqflt_qpn <= x"0000";
+            elsif (b_go and k_fault) = '1' then
+                cqflt_qpn <= d_qpn;
             end if;
         end if;
     end process;
@@ -2900,7 +3049,7 @@ begin
             if rq_req_take = '1' then
                 flt(to_integer(unsigned(wr_num))) <= std_logic_vector'(
         rq_cand(316 downto 257) &
-        (rq_cand(112 downto 97) and std_logic_vector'(15 downto 0 => not rq_cand_eqe))
+        (std_logic_vector'(rq_cand(112 downto 97) & rq_cand(326 downto 317)) and std_logic_vector'(25 downto 0 => not rq_cand_eqe))
     );
             end if;
             flt_rd <= flt(to_integer(unsigned(dw_done_tag(8 downto 1))));
@@ -2920,7 +3069,7 @@ begin
             s_axis_tvalid => dw_s_valid,
             s_axis_tready => dw_s_ready,
             m_done_valid => dw_done_valid,
-            m_done_ready => '1',
+            m_done_ready => dw_done_ready,
             m_done_tag => dw_done_tag,
             m_done_err => dw_done_err,
             m_done_err_burst => dw_done_err_burst,

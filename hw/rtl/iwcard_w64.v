@@ -53,17 +53,20 @@
 // Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT
 // event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes
 // out, bursts already started finish, and DMA_FAULT_* keep the fault that
-// stopped it. Not wired yet (docs/card-rtl.md): the transmit ring write
-// faults, and what a faulted CQE does to its QP. Placement's Read dones reach
-// card_tx through card_rx once their writes have their responses; a stream-end
-// record and the receive-side Terminate records wait while one is held there.
-// card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
-// card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
-// the engines as an ERROR command (the QP command fork, while card_regs offers
-// none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
-// FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
-// Catastrophic Terminate. card_tx's Local Invalidate and bind go to
-// placement's mop port.
+// stopped it. A refused transmit ring write (card_tx): DMA_FAULT (WRITE),
+// QP_ERROR DMA, no Terminate. A CQE whose write faults puts its CQ in error
+// (card_cq's CQ_ERROR event, INFO the CQE's address bits 31:0; DMA_FAULT_*
+// name it, with its QP) and, through cqSweep, every QP on that CQ (QP_ERROR
+// DMA, a Local Catastrophic Terminate); the CQ takes no CQE again until
+// DESTROY. Placement's Read dones reach card_tx through card_rx once their
+// writes have their responses; a stream-end record and the receive-side
+// Terminate records wait while one is held there. card_cq's overrun record
+// puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell
+// (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command
+// (the QP command fork, while card_regs offers none) whose QP_ERROR says
+// BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring
+// (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's
+// Local Invalidate and bind go to placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -431,6 +434,7 @@ module iwcard_w64 (
     wire [7:0]     cq_irq_vector;
     wire           cq_m_overrun_valid;
     wire [9:0]     cq_m_overrun_cq;
+    wire           cq_m_overrun_dma;
     wire           cq_m_fault_valid;
     wire [63:0]    cq_m_fault_addr;
     wire [15:0]    cq_m_fault_qpn;
@@ -622,6 +626,7 @@ module iwcard_w64 (
     wire           sweep_match;
     wire           sweep_last;
     wire           sweep_next;               // sweep_idx is done
+    reg            sweep_dma;                // the CQ is in error: QP_ERROR DMA
     wire           term_rd_quiet;            // no Read done waits in card_rx
     reg            term_hold;                // a granted record waits for its ready
     reg  [3:0]     term_held;                // its grant (bit i: request i)
@@ -887,6 +892,14 @@ module iwcard_w64 (
             sweep_cq <= 10'h000;
         end else if (sweep_start) begin
             sweep_cq <= cq_m_overrun_cq;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            sweep_dma <= 1'h0;
+        end else if (sweep_start) begin
+            sweep_dma <= cq_m_overrun_dma;
         end
     end
 
@@ -1199,7 +1212,7 @@ module iwcard_w64 (
         .s_term_fault(term_rx_fault | term_ring_fault),
         .s_term_fault_addr(term_ring_fault ? rx_m_err_addr : (rx_m_rxterm_fault_addr & {64{term_rx_fault}})),
         .s_term_fault_write(term_rx_fault & rx_m_rxterm_fault_write),
-        .s_term_reason(term_g3 ? 8'h05 : ((term_rx_fault | term_ring_fault) ? 8'h04 : 8'h00)),
+        .s_term_reason(term_g3 ? (sweep_dma ? 8'h04 : 8'h05) : ((term_rx_fault | term_ring_fault) ? 8'h04 : 8'h00)),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_type(tx_m_ev_type),
@@ -1774,6 +1787,7 @@ module iwcard_w64 (
         .m_overrun_valid(cq_m_overrun_valid),
         .m_overrun_ready(~sweep_busy),
         .m_overrun_cq(cq_m_overrun_cq),
+        .m_overrun_dma(cq_m_overrun_dma),
         .m_fault_valid(cq_m_fault_valid),
         .m_fault_addr(cq_m_fault_addr),
         .m_fault_qpn(cq_m_fault_qpn),

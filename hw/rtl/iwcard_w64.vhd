@@ -53,17 +53,20 @@
 -- Local Catastrophic Terminate; a faulted status record (card_stat's DMA_FAULT
 -- event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes
 -- out, bursts already started finish, and DMA_FAULT_* keep the fault that
--- stopped it. Not wired yet (docs/card-rtl.md): the transmit ring write
--- faults, and what a faulted CQE does to its QP. Placement's Read dones reach
--- card_tx through card_rx once their writes have their responses; a stream-end
--- record and the receive-side Terminate records wait while one is held there.
--- card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
--- card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
--- the engines as an ERROR command (the QP command fork, while card_regs offers
--- none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
--- FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
--- Catastrophic Terminate. card_tx's Local Invalidate and bind go to
--- placement's mop port.
+-- stopped it. A refused transmit ring write (card_tx): DMA_FAULT (WRITE),
+-- QP_ERROR DMA, no Terminate. A CQE whose write faults puts its CQ in error
+-- (card_cq's CQ_ERROR event, INFO the CQE's address bits 31:0; DMA_FAULT_*
+-- name it, with its QP) and, through cqSweep, every QP on that CQ (QP_ERROR
+-- DMA, a Local Catastrophic Terminate); the CQ takes no CQE again until
+-- DESTROY. Placement's Read dones reach card_tx through card_rx once their
+-- writes have their responses; a stream-end record and the receive-side
+-- Terminate records wait while one is held there. card_cq's overrun record
+-- puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell
+-- (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command
+-- (the QP command fork, while card_regs offers none) whose QP_ERROR says
+-- BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring
+-- (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's
+-- Local Invalidate and bind go to placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -462,6 +465,7 @@ architecture rtl of iwcard_w64 is
     signal cq_irq_vector : std_logic_vector(7 downto 0);
     signal cq_m_overrun_valid : std_logic;
     signal cq_m_overrun_cq : std_logic_vector(9 downto 0);
+    signal cq_m_overrun_dma : std_logic;
     signal cq_m_fault_valid : std_logic;
     signal cq_m_fault_addr : std_logic_vector(63 downto 0);
     signal cq_m_fault_qpn : std_logic_vector(15 downto 0);
@@ -653,6 +657,7 @@ architecture rtl of iwcard_w64 is
     signal sweep_match : std_logic;
     signal sweep_last : std_logic;
     signal sweep_next : std_logic;           -- sweep_idx is done
+    signal sweep_dma : std_logic := '0';     -- the CQ is in error: QP_ERROR DMA
     signal term_rd_quiet : std_logic;        -- no Read done waits in card_rx
     signal term_hold : std_logic := '0';     -- a granted record waits for its ready
     signal term_held : std_logic_vector(3 downto 0) := x"0"; -- its grant (bit i: request i)
@@ -969,6 +974,17 @@ begin
                 sweep_cq <= "0000000000";
             elsif sweep_start = '1' then
                 sweep_cq <= cq_m_overrun_cq;
+            end if;
+        end if;
+    end process;
+
+    sweep_dma_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_dma <= '0';
+            elsif sweep_start = '1' then
+                sweep_dma <= cq_m_overrun_dma;
             end if;
         end if;
     end process;
@@ -1331,7 +1347,7 @@ begin
             s_term_fault => term_rx_fault or term_ring_fault,
             s_term_fault_addr => mux(term_ring_fault, rx_m_err_addr, rx_m_rxterm_fault_addr and std_logic_vector'(63 downto 0 => term_rx_fault)),
             s_term_fault_write => term_rx_fault and rx_m_rxterm_fault_write,
-            s_term_reason => mux(term_g3, x"05", mux(term_rx_fault or term_ring_fault, x"04", x"00")),
+            s_term_reason => mux(term_g3, mux(sweep_dma, x"04", x"05"), mux(term_rx_fault or term_ring_fault, x"04", x"00")),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_type => tx_m_ev_type,
@@ -1910,6 +1926,7 @@ begin
             m_overrun_valid => cq_m_overrun_valid,
             m_overrun_ready => not sweep_busy,
             m_overrun_cq => cq_m_overrun_cq,
+            m_overrun_dma => cq_m_overrun_dma,
             m_fault_valid => cq_m_fault_valid,
             m_fault_addr => cq_m_fault_addr,
             m_fault_qpn => cq_m_fault_qpn,

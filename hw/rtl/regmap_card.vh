@@ -8,7 +8,7 @@
 
 localparam integer CARD_VENDOR_ID = 4334; // PCI vendor ID
 localparam integer CARD_DEVICE_ID = 7706; // PCI device ID
-localparam integer CARD_INTERFACE_VERSION = 65537; // host interface version (major << 16 | minor)
+localparam integer CARD_INTERFACE_VERSION = 65538; // host interface version (major << 16 | minor)
 localparam integer CARD_ADDR_BITS = 18; // BAR0 address bits
 localparam integer CARD_MAX_QP = 1024; // QP numbers (1..MaxQP-1 are usable)
 localparam integer CARD_MAX_CQ = 1024; // CQ numbers
@@ -235,11 +235,12 @@ localparam [7:0] EQE_TYPE_TERM_SENT = 8'h6; // the card found an error, sent a T
 localparam [7:0] EQE_TYPE_TERM_RECV = 8'h7; // the peer sent a Terminate; the QP is in error (OBJ: QPN; TERM_*: its cause)
 localparam [7:0] EQE_TYPE_QP_ERROR = 8'h8; // the QP went to error for another reason (INFO: QP_ERR_* cause; OBJ: QPN)
 localparam [7:0] EQE_TYPE_CQ_OVERRUN = 8'h9; // a CQ was full when a completion arrived; the completion is lost and the QPs on it go to error (OBJ: CQN)
-localparam [7:0] EQE_TYPE_DMA_FAULT = 8'ha; // a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0)
+localparam [7:0] EQE_TYPE_DMA_FAULT = 8'ha; // a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0); a CQE's raises CQ_ERROR instead
+localparam [7:0] EQE_TYPE_CQ_ERROR = 8'hb; // a CQE's DMA write got an error response: the CQ is in error until DESTROY (its slot is lost, no CQE is written to it again, its completions are lost) and the QPs on it go to error (QP_ERROR DMA) (OBJ: CQN; INFO: the CQE's address bits 31:0)
 localparam [7:0] QP_ERR_HOST = 8'h1; // the host asked (QP_CMD ERROR)
 localparam [7:0] QP_ERR_LLP_LOST = 8'h2; // the host reported the connection lost (STREAM.RX_LOST)
 localparam [7:0] QP_ERR_STREAM_CUT = 8'h3; // the peer's stream ended inside an FPDU
-localparam [7:0] QP_ERR_DMA = 8'h4; // a DMA of the QP faulted
+localparam [7:0] QP_ERR_DMA = 8'h4; // a DMA of the QP faulted, or a CQE write of a CQ it uses (CQ_ERROR)
 localparam [7:0] QP_ERR_CQ_OVERRUN = 8'h5; // a CQ of the QP overran
 localparam [7:0] QP_ERR_BAD_DOORBELL = 8'h6; // a producer index moved past the ring's size
 localparam [7:0] CMD_WHY_OK = 8'h0; // taken

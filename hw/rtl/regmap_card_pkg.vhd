@@ -9,7 +9,7 @@ use ieee.std_logic_1164.all;
 package regmap_card_pkg is
     constant CARD_VENDOR_ID : natural := 4334; -- PCI vendor ID
     constant CARD_DEVICE_ID : natural := 7706; -- PCI device ID
-    constant CARD_INTERFACE_VERSION : natural := 65537; -- host interface version (major << 16 | minor)
+    constant CARD_INTERFACE_VERSION : natural := 65538; -- host interface version (major << 16 | minor)
     constant CARD_ADDR_BITS : natural := 18; -- BAR0 address bits
     constant CARD_MAX_QP : natural := 1024; -- QP numbers (1..MaxQP-1 are usable)
     constant CARD_MAX_CQ : natural := 1024; -- CQ numbers
@@ -236,11 +236,12 @@ package regmap_card_pkg is
     constant EQE_TYPE_TERM_RECV : std_logic_vector(7 downto 0) := x"07"; -- the peer sent a Terminate; the QP is in error (OBJ: QPN; TERM_*: its cause)
     constant EQE_TYPE_QP_ERROR : std_logic_vector(7 downto 0) := x"08"; -- the QP went to error for another reason (INFO: QP_ERR_* cause; OBJ: QPN)
     constant EQE_TYPE_CQ_OVERRUN : std_logic_vector(7 downto 0) := x"09"; -- a CQ was full when a completion arrived; the completion is lost and the QPs on it go to error (OBJ: CQN)
-    constant EQE_TYPE_DMA_FAULT : std_logic_vector(7 downto 0) := x"0a"; -- a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0)
+    constant EQE_TYPE_DMA_FAULT : std_logic_vector(7 downto 0) := x"0a"; -- a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0); a CQE's raises CQ_ERROR instead
+    constant EQE_TYPE_CQ_ERROR : std_logic_vector(7 downto 0) := x"0b"; -- a CQE's DMA write got an error response: the CQ is in error until DESTROY (its slot is lost, no CQE is written to it again, its completions are lost) and the QPs on it go to error (QP_ERROR DMA) (OBJ: CQN; INFO: the CQE's address bits 31:0)
     constant QP_ERR_HOST : std_logic_vector(7 downto 0) := x"01"; -- the host asked (QP_CMD ERROR)
     constant QP_ERR_LLP_LOST : std_logic_vector(7 downto 0) := x"02"; -- the host reported the connection lost (STREAM.RX_LOST)
     constant QP_ERR_STREAM_CUT : std_logic_vector(7 downto 0) := x"03"; -- the peer's stream ended inside an FPDU
-    constant QP_ERR_DMA : std_logic_vector(7 downto 0) := x"04"; -- a DMA of the QP faulted
+    constant QP_ERR_DMA : std_logic_vector(7 downto 0) := x"04"; -- a DMA of the QP faulted, or a CQE write of a CQ it uses (CQ_ERROR)
     constant QP_ERR_CQ_OVERRUN : std_logic_vector(7 downto 0) := x"05"; -- a CQ of the QP overran
     constant QP_ERR_BAD_DOORBELL : std_logic_vector(7 downto 0) := x"06"; -- a producer index moved past the ring's size
     constant CMD_WHY_OK : std_logic_vector(7 downto 0) := x"00"; -- taken

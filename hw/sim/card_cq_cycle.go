@@ -37,6 +37,7 @@ type cardCQCyclePorts struct {
 	cardCQPorts
 	evStop                        []Port
 	faultAddr, faultQPN, faultEQE Port
+	ovDMA                         Port
 	outs                          map[string]bool // every output the model sets
 }
 
@@ -51,12 +52,13 @@ func lookupCardCQCyclePorts(l Layout, sources int) (cardCQCyclePorts, error) {
 		p.evStop = append(p.evStop, s.in(fmt.Sprintf("s_ev%d_stop", i)))
 	}
 	p.faultAddr, p.faultQPN, p.faultEQE = s.out("m_fault_addr"), s.out("m_fault_qpn"), s.out("m_fault_eqe")
+	p.ovDMA = s.out("m_overrun_dma")
 	if s.err != nil {
 		return p, s.err
 	}
 	// The model must set every output: the harness reuses its buffers.
 	p.outs = map[string]bool{}
-	for _, q := range append([]Port{p.dbReady, p.cmdReady, p.eqdbReady, p.irqValid, p.irqVec, p.ovValid, p.ovCQ, p.fault,
+	for _, q := range append([]Port{p.dbReady, p.cmdReady, p.eqdbReady, p.irqValid, p.irqVec, p.ovValid, p.ovCQ, p.ovDMA, p.fault,
 		p.faultAddr, p.faultQPN, p.faultEQE, p.fatal, p.lost, p.initDone, p.tight, p.cplBusy}, p.axiWrPorts.ports()...) {
 		p.outs[q.Name] = true
 	}
@@ -149,6 +151,7 @@ func (a *cardCQModel) Step(in, out []uint32) {
 	p.irqVec.Set(out, uint64(o.IRQVector))
 	p.ovValid.Set(out, b2u(o.OverrunValid))
 	p.ovCQ.Set(out, uint64(o.OverrunCQ))
+	p.ovDMA.Set(out, b2u(o.OverrunDMA))
 	p.fault.Set(out, b2u(o.FaultValid))
 	p.faultAddr.Set(out, o.FaultAddr)
 	p.faultQPN.Set(out, uint64(o.FaultQPN))
@@ -177,6 +180,7 @@ var cqCyclePool = []uint16{0, 1, 2, 3, 7, 512, 1023}
 // near its PI.
 type cqShadow struct {
 	exists bool
+	err    bool // a faulted CQE put it in error: the driver destroys it soon
 	log    uint8
 	pi     uint32 // CQEs whose address was taken since it was created
 }
@@ -198,8 +202,8 @@ type cqCycleResp struct {
 // two CQs, IRQ_MODERATION from 0 to thousands of cycles, irq_ready and
 // m_overrun_ready with random and long stalls, and an AXI slave with random
 // AW and W readiness that answers each write after 0 to 250 cycles, with
-// SLVERR/DECERR now and then (a CQE's: a fault report; an EQE's: the card
-// stops). A stopped card is reset
+// SLVERR/DECERR now and then (a CQE's: its CQ goes to error and the
+// driver destroys it soon; an EQE's: the card stops). A stopped card is reset
 // after a while; resets also come at random. Quiet phases let queues
 // drain.
 type cardCQCycleDriver struct {
@@ -250,6 +254,7 @@ type cardCQCycleDriver struct {
 	CQEs, EQEs, Overruns, Lost, IRQs, CQEFaults, EQEFaults, Stops      uint64
 	Resets, AWStalls, WStalls, OverrunStalls, IRQStalls                uint64
 	NotifyArms, Notifies, OverrunEQEs, TightSeen, BusyCycles           uint64
+	CQErrorEQEs, DMAOverruns                                           uint64
 }
 
 func newCardCQCycleDriver(p cardCQCyclePorts, seed uint64) *cardCQCycleDriver {
@@ -285,6 +290,14 @@ func (d *cardCQCycleDriver) plan() {
 	if r.IntN(4000) == 0 {
 		d.quiet = cqCycleQuiet
 		return
+	}
+	if d.cmd == nil && r.IntN(30) == 0 {
+		for _, n := range cqCyclePool {
+			if q := d.cqs[n]; q != nil && q.err {
+				d.cmd = &cycle.CardCQIn{CmdOp: uint8(cs.CQOpDestroy), CmdNum: n}
+				break
+			}
+		}
 	}
 	if d.cmd == nil && (len(d.cqs) == 0 || r.IntN(250) == 0) {
 		n := cqCyclePool[r.IntN(len(cqCyclePool))]
@@ -587,6 +600,9 @@ func (d *cardCQCycleDriver) Observe(in, out []uint32) {
 	if p.ovValid.Get(out) != 0 {
 		if p.ovReady.Get(in) != 0 {
 			d.Overruns++
+			if p.ovDMA.Get(out) != 0 {
+				d.DMAOverruns++
+			}
 		} else {
 			d.OverrunStalls++
 		}
@@ -606,6 +622,9 @@ func (d *cardCQCycleDriver) Observe(in, out []uint32) {
 			d.EQEFaults++
 		} else {
 			d.CQEFaults++
+			if n, ok := cqOfAddr(p.faultAddr.Get(out)); ok && d.cqs[n] != nil {
+				d.cqs[n].err = true
+			}
 		}
 	}
 	if p.fatal.Get(out) != 0 {
@@ -652,6 +671,8 @@ func (d *cardCQCycleDriver) Observe(in, out []uint32) {
 					d.Notifies++
 				case cs.EQETypeCQOverrun:
 					d.OverrunEQEs++
+				case cs.EQETypeCQError:
+					d.CQErrorEQEs++
 				}
 			}
 			d.wGot++

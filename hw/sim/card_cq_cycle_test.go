@@ -51,7 +51,9 @@ func TestCardCQCycleCosim(t *testing.T) {
 			assert.Greater(t, d.IRQs, n/2, "interrupts")
 			assert.Greater(t, d.IRQStalls, n, "interrupts held by irq_ready")
 			assert.Greater(t, d.OverrunStalls, n, "overrun records held by m_overrun_ready")
-			assert.Greater(t, d.CQEFaults, n/10, "faulted CQE writes")
+			assert.Greater(t, d.CQEFaults, n/10, "CQs put in error by a faulted CQE write")
+			assert.Greater(t, d.DMAOverruns, n/20, "overrun records of a CQ in error")
+			assert.LessOrEqual(t, d.DMAOverruns, d.CQEFaults, "one overrun record per CQ put in error at most (a reset may drop one)")
 			if *cosimCycles >= 500_000 { // a few per million cycles
 				assert.Greater(t, d.EQEFaults, n/1000, "faulted EQE writes (the card stops)")
 				assert.Greater(t, d.Stops, n/1000, "stopping events")
@@ -61,9 +63,9 @@ func TestCardCQCycleCosim(t *testing.T) {
 			assert.Greater(t, d.WStalls, n, "W backpressure")
 			assert.Greater(t, d.TightSeen, n, "cycles with a tight CQ")
 			assert.Greater(t, d.BusyCycles, n, "cycles with cpl_busy")
-			t.Logf("%s: %d cycles, %.2f M cycles/s; %d completions, %d events, %d CQ doorbells (%d arming), %d CQ commands, %d EQ_CFG, %d EQ doorbells; %d CQEs, %d EQEs (%d CQ_NOTIFY, %d CQ_OVERRUN); %d overruns, %d events lost, %d interrupts; faults %d CQE, %d EQE; %d stopping events, %d reset cycles; stalls AW %d, W %d, irq %d, overrun %d",
+			t.Logf("%s: %d cycles, %.2f M cycles/s; %d completions, %d events, %d CQ doorbells (%d arming), %d CQ commands, %d EQ_CFG, %d EQ doorbells; %d CQEs, %d EQEs (%d CQ_NOTIFY, %d CQ_OVERRUN); %d overruns, %d events lost, %d interrupts; faults %d CQE (%d CQ_ERROR, %d sweeps), %d EQE; %d stopping events, %d reset cycles; stalls AW %d, W %d, irq %d, overrun %d",
 				b.Module.Name, st.Cycles, st.CyclesPerSecond()/1e6, d.Completions, d.Events, d.CQDoorbells, d.NotifyArms, d.Commands,
-				d.EQConfigs, d.EQDoorbells, d.CQEs, d.EQEs, d.Notifies, d.OverrunEQEs, d.Overruns, d.Lost, d.IRQs, d.CQEFaults, d.EQEFaults, d.Stops, d.Resets,
+				d.EQConfigs, d.EQDoorbells, d.CQEs, d.EQEs, d.Notifies, d.OverrunEQEs, d.Overruns, d.Lost, d.IRQs, d.CQEFaults, d.CQErrorEQEs, d.DMAOverruns, d.EQEFaults, d.Stops, d.Resets,
 				d.AWStalls, d.WStalls, d.IRQStalls, d.OverrunStalls)
 		})
 	}

@@ -759,3 +759,65 @@ func TestCardCosimTxRingFault(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimCQEFault: a page of a CQ the host refuses to let the card
+// write puts that CQ in error as it does the card model's: CQ_ERROR (OBJ
+// the CQ, INFO the CQE's address), the CQE named in DMA_FAULT_* (its QP,
+// a write), every QP on the CQ in error with QP_ERROR DMA and a Local
+// Catastrophic Terminate, no DMA_FAULT event, and no CQE on that CQ again
+// (the flushes of later WQEs are lost with it) although later pages are
+// mapped; the QP on the other CQ goes on. Write responses come 250 to 500
+// cycles late; the WQE is posted alone, so the RTL hears of the fault
+// before anything else could complete.
+func TestCardCosimCQEFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			timing := wcTiming
+			timing.Timing.WriteLatency, timing.Timing.WriteJitter = 250, 250
+			b := newWCBench(t, w, seed, timing, 2, func(i int, q *wcQP) { q.sendCQ = uint32(1 + i) })
+			for round := 0; round < 2; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q, o := b.qps[0], b.qps[1]
+			k := wcKey{"cqe", q.sendCQ}
+			cqBase := wcCQ + uint64(q.sendCQ)<<16
+			slot := cqBase + uint64(len(b.rAddr[k])%(1<<wcCQLog))*cs.CQESize
+			b.refusePage(slot &^ 4095)
+			cqes, evs0 := len(b.rWrite[k]), len(b.rWrite[wcKey{"eqe", 0}])
+			tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+			b.postWQE(q, inlineSend(0xc0, 24))
+			b.ring(q)
+			b.runModel()
+			b.runRTL(5_000_000)
+			b.compare()
+			b.faultNamed(q, slot, 1, true)
+			require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d on the CQ in error", seed, q.n)
+			var evs []string
+			for _, e := range b.rWrite[wcKey{"eqe", 0}][evs0:] {
+				ev := cs.EQE(e)
+				switch ev.Type() {
+				case cs.EQETypeCQNotify, cs.EQETypeTXData, cs.EQETypeRXSpace:
+					continue // armed notifications (the faulted CQE's too), alike on both cards (compare)
+				}
+				evs = append(evs, fmt.Sprintf("%v %d %#x", ev.Type(), ev.Obj(), ev.Info()))
+			}
+			require.Equal(t, []string{fmt.Sprintf("CQ_ERROR %d %#x", q.sendCQ, uint32(slot)), fmt.Sprintf("QP_ERROR %d %#x", q.n, uint32(cs.QPErrDMA))}, evs, "seed %d: events", seed)
+			// compare found the ring equal to the model's, which ends with
+			// its Local Catastrophic Terminate.
+			require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx+24, "seed %d: no Terminate after the Send", seed)
+
+			// The CQ takes nothing more: these WQEs' flushes are lost.
+			for i := 0; i < 3; i++ {
+				b.postWQE(q, inlineSend(0xc1+uint64(i), 8))
+			}
+			b.ring(q)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			require.Len(t, b.rWrite[k], cqes, "seed %d: CQEs written to a CQ in error", seed)
+			b.goesOn(o)
+		})
+	}
+}

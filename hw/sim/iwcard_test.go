@@ -1258,11 +1258,11 @@ func inlineSend(wrID uint64, n int) []byte {
 }
 
 // TestCardFault: a DMA outside the mapped windows is refused by the
-// simulated IOMMU and reported, and the card goes on serving the others:
-// a signaled WQE whose CQ was unmapped gets its CQE write refused, which
+// simulated IOMMU and reported, and the card does not stop: a signaled
+// WQE whose CQ was unmapped gets its CQE write refused, which
 // DMA_FAULT_ADDR and DMA_FAULT_INFO name (the CQE's address and QP, a
-// write, SLVERR, one fault). What the card model does next (the QP in
-// error) the RTL does not do yet (docs/card-rtl.md).
+// write, SLVERR, one fault), and its QP goes to error with its CQ
+// (TestCardCosimCQEFault compares that with the card model).
 func TestCardFault(t *testing.T) {
 	seed := seedFor(t.Name())
 	b := newWCBench(t, 64, seed, wcTiming, 2)
@@ -1285,6 +1285,7 @@ func TestCardFault(t *testing.T) {
 	require.Equal(t, f.Addr, uint64(r[2])<<32|uint64(r[1]), "seed %d: DMA_FAULT_ADDR", seed)
 	info := uint32(q.n) | 2<<cs.DMAFaultInfoRespShift | 1<<cs.DMAFaultInfoWriteShift | 1<<cs.DMAFaultInfoCountShift
 	require.Equal(t, info, r[3], "seed %d: DMA_FAULT_INFO", seed)
+	require.NoError(t, b.rtl.RunUntil(func() bool { return b.rtlStat(q.n).State() == cs.QPStateError }, 200_000), "seed %d: the QP on the CQ in error", seed)
 }
 
 // BenchmarkCardLatency measures, on an idle card, the cycles from a pushed

@@ -154,6 +154,19 @@ type checker struct {
 	// counterpart for is loose while such a QP exists, and that QP's
 	// RXS_CI may run ahead of the model's.
 	wfaulted map[uint32]bool
+	// cqLost: CQs the model put in error (CQ_ERROR: a CQE's write
+	// faulted), since their CREATE, with the number of the lost record
+	// in the ring's count. The RTL issued that CQE and hears of the fault
+	// a write response later: by then it may have written more CQEs to
+	// the CQ (the slots past the lost one, which the driver never reads)
+	// and done more work on the QPs on it (sent WQEs the model flushed,
+	// completed them on their other CQ, the Terminate later in the
+	// stream). From the lost record on, the RTL's CQEs on such a CQ are
+	// loose; so are what the QPs on it (cqDead) write that the model did
+	// not, and what the model wrote for them that the RTL never does.
+	cqLost map[uint32]uint64
+	cqDead map[uint32]bool
+	qpCQs  map[uint32][2]uint32 // QPN -> its send and receive CQ, from CREATE
 
 	// Snooped from register writes: where the rings are.
 	stage    map[uint32]uint32 // staging registers by offset
@@ -193,6 +206,7 @@ func (c *checker) reset() {
 	c.stopped = false
 	c.faulted = map[uint32]bool{}
 	c.wfaulted = map[uint32]bool{}
+	c.cqLost, c.cqDead, c.qpCQs = map[uint32]uint64{}, map[uint32]bool{}, map[uint32][2]uint32{}
 	c.stage = map[uint32]uint32{}
 	c.cqs = map[uint32]*region{}
 	c.txs = map[uint32]*region{}
@@ -283,6 +297,7 @@ func (c *checker) snoop(off, v uint32, refused bool) {
 			base := uint64(c.stage[cs.CQBaseHi])<<32 | uint64(c.stage[cs.CQBaseLo])
 			c.cqs[cqn] = &region{base: base, end: base + uint64(n)*cs.CQESize, num: cqn, entries: n}
 			delete(c.overran, cqn)
+			delete(c.cqLost, cqn)
 		case cs.CQOpDestroy:
 			delete(c.cqs, cqn)
 		}
@@ -297,6 +312,9 @@ func (c *checker) snoop(off, v uint32, refused bool) {
 			delete(c.failed, qpn)
 			delete(c.faulted, qpn)
 			delete(c.wfaulted, qpn)
+			delete(c.cqDead, qpn)
+			v := c.stage[cs.QPCqs]
+			c.qpCQs[qpn] = [2]uint32{v & cs.QPCqsSendCQMask, v >> cs.QPCqsRecvCQShift & cs.QPCqsRecvCQMask}
 		}
 	}
 	if off >= cs.QPDBBase && (off-cs.QPDBBase)%cs.QPDBStride == cs.QPDBTXSCI {
@@ -356,6 +374,8 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 			if e.Obj() != 0 {
 				c.faulted[e.Obj()] = true
 			}
+		case cs.EQETypeCQError:
+			c.cqError(e.Obj())
 		}
 		if t := cs.EQE(w.Data).Type(); looseEvent(t) {
 			c.looseModel[looseKey{t, cs.EQE(w.Data).Obj()}]++
@@ -379,11 +399,33 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 	}
 }
 
+// cqError takes the model's CQ_ERROR of CQ n: the record it lost is the
+// one after the RTL's records so far and the model's it has not written.
+func (c *checker) cqError(n uint32) {
+	r := c.cqs[n]
+	if r == nil {
+		return
+	}
+	lost := r.count
+	for k, q := range c.cqes {
+		if k[0] == n {
+			lost += uint64(len(q))
+		}
+	}
+	c.cqLost[n] = lost
+	for qpn, cqs := range c.qpCQs {
+		if cqs[0] == n || cqs[1] == n {
+			c.cqDead[qpn] = true
+		}
+	}
+}
+
 // eventQP is the QP an event is about, 0 for the CQ events (CQ_NOTIFY,
-// CQ_OVERRUN: OBJ is a CQ) and the card's own (DMA_FAULT with OBJ 0).
+// CQ_OVERRUN, CQ_ERROR: OBJ is a CQ) and the card's own (DMA_FAULT with
+// OBJ 0).
 func eventQP(e cs.EQE) uint32 {
 	switch e.Type() {
-	case cs.EQETypeCQNotify, cs.EQETypeCQOverrun:
+	case cs.EQETypeCQNotify, cs.EQETypeCQOverrun, cs.EQETypeCQError:
 		return 0
 	}
 	return e.Obj()
@@ -465,6 +507,10 @@ func (c *checker) record(r *region, kind string, size int, addr uint64, b []byte
 }
 
 func (c *checker) cqe(r *region, addr uint64, b []byte) []byte {
+	if lost, ok := c.cqLost[r.num]; ok && r.count >= lost {
+		c.counts.Loose++ // past the record the model lost: the driver stops there
+		return b
+	}
 	if !c.record(r, "CQE", cs.CQESize, addr, b) {
 		return fatalCQE(b)
 	}
@@ -480,6 +526,15 @@ func (c *checker) cqe(r *region, addr uint64, b []byte) []byte {
 		return b
 	}
 	if len(q) == 0 && c.stopped {
+		c.counts.Loose++
+		return b
+	}
+	if c.cqDead[uint32(qpn)] && (len(q) == 0 || !sameRecord(q[0][:], b)) {
+		// Work the RTL finished before it heard of its CQ's fault, which
+		// the model flushed: the same WQE, another status.
+		if len(q) > 0 && cs.CQE(q[0][:]).WRID() == cs.CQE(b).WRID() {
+			c.cqes[k] = q[1:]
+		}
 		c.counts.Loose++
 		return b
 	}
@@ -575,7 +630,7 @@ func (c *checker) status(qpn uint32, addr uint64, b []byte) []byte {
 			return b
 		}
 	}
-	if c.stopped {
+	if c.stopped || c.cqDead[qpn] {
 		copy(h.rtl[:], b)
 		h.seen = true
 		c.counts.Loose++
@@ -621,8 +676,8 @@ func (c *checker) status(qpn uint32, addr uint64, b []byte) []byte {
 // byte at its address.
 func (c *checker) data(addr uint64, b []byte) []byte {
 	qpn := c.txsOwner(addr)
-	if qpn != 0 && c.faulted[qpn] && !c.pendingAll(addr, b) {
-		c.counts.Loose++ // an FPDU the RTL aborted after the model's DMA fault
+	if qpn != 0 && (c.faulted[qpn] || c.cqDead[qpn]) && !c.pendingAll(addr, b) {
+		c.counts.Loose++ // an FPDU the RTL aborted after the model's DMA fault, or sent before it heard of its CQ's
 		return b
 	}
 	if qpn == 0 && len(c.wfaulted) > 0 && !c.pendingAll(addr, b) {
@@ -788,6 +843,9 @@ func (c *checker) idle() {
 	for _, m := range ms {
 		if c.stopped && !(m.kind == "EQE" && cs.EQE(m.data).Type() == cs.EQETypeDMAFault) {
 			continue // the model's last writes before its stop, which the RTL stopped before
+		}
+		if c.cqDead[m.qpn] && m.kind != "EQE" {
+			continue // the model's flushes and Terminate of a QP the RTL ran further (its CQ's fault)
 		}
 		what := fmt.Sprintf("the model wrote %d bytes the RTL has not written (the RTL is idle)", len(m.data))
 		if m.what != "" {

@@ -71,13 +71,7 @@ func TestCheckerFlushAfterOverrun(t *testing.T) {
 	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
 	var reported []error
 	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
-	for n, base := range []uint64{m.IOVA, m.IOVA + 4*cs.CQESize} {
-		c.snoop(cs.CQNum, uint32(n+1), false)
-		c.snoop(cs.CQBaseLo, uint32(base), false)
-		c.snoop(cs.CQBaseHi, uint32(base>>32), false)
-		c.snoop(cs.CQCfg, 2, false)
-		c.snoop(cs.CQCmd, uint32(cs.CQOpCreate), false)
-	}
+	createCQs(c, m.IOVA, m.IOVA+4*cs.CQESize)
 	cqe := func(qpn uint16, st cs.WCStatus) []byte {
 		b := make([]byte, cs.CQESize)
 		cs.CQE(b).SetQPN(qpn)
@@ -98,6 +92,76 @@ func TestCheckerFlushAfterOverrun(t *testing.T) {
 	c.write(m.IOVA+4*cs.CQESize, cqe(6, cs.WCStatusWRFlushErr))
 	require.Len(t, reported, 2, "a flush on a CQ that did not overrun")
 	require.ErrorIs(t, reported[1], ErrMismatch)
+}
+
+// A CQE the host refuses puts its CQ in error (CQ_ERROR) and the QPs on
+// it. The RTL hears of the fault a write response after it issued the
+// CQE: its records before the lost one are checked as ever, the ones
+// after it (slots the driver never reads) are loose, and so are the
+// QP's completions on its other CQ that the model flushed; another QP's
+// are not.
+func TestCheckerCQError(t *testing.T) {
+	mem := simhost.New()
+	buf := make([]byte, 2*4*cs.CQESize)
+	m, err := mem.Map(buf)
+	require.NoError(t, err)
+	c := newChecker(func(a uint64, n int) error {
+		if a == m.IOVA+cs.CQESize { // CQ 1's second slot
+			return simhost.ErrUnmapped
+		}
+		_, err := mem.Lookup(a, n)
+		return err
+	})
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	createCQs(c, m.IOVA, m.IOVA+4*cs.CQESize)
+	for qpn, cqs := range map[uint32]uint32{5: 2<<16 | 1, 6: 2<<16 | 2} {
+		c.snoop(cs.QPNum, qpn, false)
+		c.snoop(cs.QPCqs, cqs, false)
+		c.snoop(cs.QPCmd, uint32(cs.QPOpCreate), false)
+	}
+	cqe := func(qpn uint16, id uint64, st cs.WCStatus) []byte {
+		b := make([]byte, cs.CQESize)
+		cs.CQE(b).SetQPN(qpn)
+		cs.CQE(b).SetStatus(st)
+		cs.CQE(b).SetWRID(id)
+		b[cs.CQESize-1] |= 0x80 // owner bit of the first pass
+		return b
+	}
+	// The model: QP 5's first CQE, its second refused (CQ_ERROR), then
+	// its receive WQE flushed on its receive CQ 2; QP 6's success there.
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteCQE, QPN: 5, Addr: m.IOVA, Data: cqe(5, 1, cs.WCStatusSuccess)})
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteCQE, QPN: 5, Addr: m.IOVA + cs.CQESize, Data: cqe(5, 2, cs.WCStatusSuccess)})
+	var ev [cs.EQESize]byte
+	cs.EQE(ev[:]).SetType(cs.EQETypeCQError)
+	cs.EQE(ev[:]).SetObj(1)
+	eq, err := mem.Map(make([]byte, cs.EQESize))
+	require.NoError(t, err)
+	c.snoop(cs.EQBaseLo, uint32(eq.IOVA), false)
+	c.snoop(cs.EQBaseHi, uint32(eq.IOVA>>32), false)
+	c.snoop(cs.EQCfg, 1<<cs.EQCfgEnableShift, false)
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteEQE, Addr: eq.IOVA, Data: ev[:]})
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteCQE, QPN: 5, Addr: m.IOVA + 4*cs.CQESize, Data: cqe(5, 9, cs.WCStatusWRFlushErr)})
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteCQE, QPN: 6, Addr: m.IOVA + 5*cs.CQESize, Data: cqe(6, 4, cs.WCStatusSuccess)})
+
+	ev[cs.EQESize-1] |= 0x80
+	require.NotNil(t, c.write(eq.IOVA, ev[:]))
+	require.NotNil(t, c.write(m.IOVA, cqe(5, 1, cs.WCStatusSuccess)))
+	require.EqualValues(t, 1, c.counts.Checked["CQE"], "the record before the lost one is checked")
+	// The RTL's second CQE was refused (never reaches the checker); its
+	// third went to the next slot before it heard of the fault.
+	require.NotNil(t, c.write(m.IOVA+2*cs.CQESize, cqe(5, 3, cs.WCStatusSuccess)))
+	// QP 5's receive WQE 9: the RTL completed it before it heard.
+	require.NotNil(t, c.write(m.IOVA+4*cs.CQESize, cqe(5, 9, cs.WCStatusSuccess)))
+	require.Empty(t, reported)
+	require.EqualValues(t, 2, c.counts.Loose)
+	// QP 6 is on CQ 2 only: it is checked as ever.
+	c.write(m.IOVA+5*cs.CQESize, cqe(6, 4, cs.WCStatusWRFlushErr))
+	require.Len(t, reported, 1, "QP 6's completion differs")
+	require.ErrorIs(t, reported[0], ErrMismatch)
+	c.idle()
+	require.Len(t, reported, 1, "nothing of QP 5 is missing")
+	require.True(t, c.quiet())
 }
 
 // A QP whose RTL has published transmit stream bytes the host has not
@@ -318,5 +382,17 @@ func TestOrderSensitive(t *testing.T) {
 		{"ARM_TX and ARM_RX", qp5 + cs.QPDBStream, 1<<cs.QPDBStreamArmTXShift | 1<<cs.QPDBStreamArmRXShift, false},
 	} {
 		require.Equal(t, c.want, orderSensitive(c.off, c.v), c.name)
+	}
+}
+
+// createCQs has c snoop the creation of CQs 1, 2, ... of 4 entries at
+// the given bases.
+func createCQs(c *checker, bases ...uint64) {
+	for n, base := range bases {
+		c.snoop(cs.CQNum, uint32(n+1), false)
+		c.snoop(cs.CQBaseLo, uint32(base), false)
+		c.snoop(cs.CQBaseHi, uint32(base>>32), false)
+		c.snoop(cs.CQCfg, 2, false)
+		c.snoop(cs.CQCmd, uint32(cs.CQOpCreate), false)
 	}
 }

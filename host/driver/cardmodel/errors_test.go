@@ -233,6 +233,78 @@ func TestDMAFault(t *testing.T) {
 	}
 }
 
+// TestCQError: a CQE whose write faults puts its CQ in error (CQ_ERROR,
+// the fault registers name the CQE) and every QP on that CQ in error
+// (QP_ERROR DMA, a Local Catastrophic Terminate); the CQ never gets a CQE
+// again until it is destroyed, and a QP on other CQs goes on.
+func TestCQError(t *testing.T) {
+	h := newTestHost()
+	d := newDev(t, h)
+	bad, other := d.cq(1, 4), d.cq(2, 4)
+	q1 := d.qp(1, bad, other, qpOpts{})
+	q2 := d.qp(2, other, bad, qpOpts{})
+	q3 := d.qp(3, other, other, qpOpts{})
+	q1.post(sendWR{op: cs.WQEOpcodeSend, id: 1, signaled: true, inline: []byte("a")})
+	d.c.Run()
+	if got := d.poll(bad); len(got) != 1 {
+		t.Fatalf("%d CQEs before the fault", len(got))
+	}
+	slot := bad.base + cs.CQESize // the second CQE's
+	h.refuse = func(addr uint64, write bool) bool { return write && addr == slot }
+	q1.post(sendWR{op: cs.WQEOpcodeSend, id: 2, signaled: true, inline: []byte("b")})
+	d.c.Run()
+	h.refuse = nil
+	ev := d.events()
+	wantEvents(t, ev, cs.EQETypeCQError, cs.EQETypeQPError, cs.EQETypeQPError)
+	if ev[0].Obj() != bad.n || ev[0].Info() != uint32(slot) {
+		t.Fatalf("CQ_ERROR of CQ %d at %#x, want CQ %d at %#x", ev[0].Obj(), ev[0].Info(), bad.n, uint32(slot))
+	}
+	for i, want := range []uint32{1, 2} {
+		if e := ev[1+i]; e.Obj() != want || cs.QPErr(e.Info()) != cs.QPErrDMA {
+			t.Fatalf("event %d: QP_ERROR of QP %d (%v), want QP %d, DMA", 1+i, e.Obj(), cs.QPErr(e.Info()), want)
+		}
+	}
+	lo, _ := d.c.Read32(cs.DMAFaultAddrLo)
+	info, _ := d.c.Read32(cs.DMAFaultInfo)
+	if lo != uint32(slot) || info&0xffff != 1 || info>>18&1 != 1 {
+		t.Fatalf("DMA_FAULT_ADDR_LO %#x, INFO %#x: want the CQE's address, QP 1, a write", lo, info)
+	}
+	for _, q := range []*tqp{q1, q2} {
+		if term := terminateIn(t, q.txBytes(), false, false); term.Cause != rdmap.RDMAPLocalCatastrophic {
+			t.Fatalf("QP %d: Terminate %v, want Local Catastrophic", q.n, term.Cause)
+		}
+	}
+	// The CQ takes nothing more: QP 2's flush goes to its send CQ only.
+	q2.post(sendWR{op: cs.WQEOpcodeSend, id: 3, signaled: true, inline: []byte("c")})
+	q2.recv(4, sge{addr: 0, length: 0})
+	q3.post(sendWR{op: cs.WQEOpcodeSend, id: 5, signaled: true, inline: []byte("d")})
+	d.c.Run()
+	if got := d.poll(bad); len(got) != 0 {
+		t.Fatalf("a CQ in error got %d CQEs", len(got))
+	}
+	got := d.poll(other)
+	if len(got) != 2 || got[0].WRID() != 3 || got[0].Status() != cs.WCStatusWRFlushErr || got[1].WRID() != 5 || got[1].Status() != cs.WCStatusSuccess {
+		t.Fatalf("other CQ: %v", got)
+	}
+	if ev := d.events(); len(ev) != 0 {
+		t.Fatalf("events after the CQ error: %v", evTypes(ev))
+	}
+	// DESTROY and CREATE give a CQ that works.
+	for _, n := range []uint32{1, 2} {
+		d.w(cs.QPNum, n)
+		d.w(cs.QPCmd, uint32(cs.QPOpDestroy))
+	}
+	d.w(cs.CQNum, bad.n)
+	d.w(cs.CQCmd, uint32(cs.CQOpDestroy))
+	bad = d.cq(1, 4)
+	q4 := d.qp(4, bad, bad, qpOpts{})
+	q4.post(sendWR{op: cs.WQEOpcodeSend, id: 6, signaled: true, inline: []byte("e")})
+	d.c.Run()
+	if got := d.poll(bad); len(got) != 1 || got[0].Status() != cs.WCStatusSuccess {
+		t.Fatalf("a CQ created again: %v", got)
+	}
+}
+
 // TestCQOverrun: a full CQ loses the completion, reports CQ_OVERRUN once
 // and puts its QPs in error.
 func TestCQOverrun(t *testing.T) {

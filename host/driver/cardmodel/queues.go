@@ -126,6 +126,7 @@ type cq struct {
 	solicited bool // armed for solicited and error completions only
 	users     int  // QPs using it
 	overrun   bool // reported; cleared once the driver frees an entry
+	err       bool // a CQE's write faulted: no CQE is written again until DESTROY
 }
 
 func (c *queues) cqCommand(off uint32, op cs.CQOp) error {
@@ -206,22 +207,25 @@ type completion struct {
 
 // complete writes c's CQE on CQ n for QP q: one DMA write of 32 bytes,
 // then a CQ_NOTIFY event if the CQ is armed for it. A full CQ loses the
-// completion: CQ_OVERRUN, and every QP on the CQ goes to error. It
-// reports whether the CQE was written.
+// completion: CQ_OVERRUN, and every QP on the CQ goes to error; so does
+// a CQE whose write faults (CQ_ERROR: the CQ is in error). It reports
+// whether the CQE was written.
 func (c *Card) complete(n uint32, q *qp, w completion) bool {
 	if c.cqs[n] == nil || c.fatal {
 		return false
 	}
 	q.writeStatus() // the indices the CQE implies are visible first
-	switch r, addr := c.completeCQ(n, q.n, w); r {
-	case CQOverrun:
+	switch r, _ := c.completeCQ(n, q.n, w); r {
+	case CQOverrun, CQFault:
+		why := cs.QPErrCQOverrun
+		if r == CQFault {
+			why = cs.QPErrDMA
+		}
 		for _, k := range c.live {
 			if o := c.qps[k]; o.sendCQ == n || o.recvCQ == n {
-				o.toError(cs.QPErrCQOverrun, localCatastrophic())
+				o.toError(why, localCatastrophic())
 			}
 		}
-	case CQFault:
-		q.dmaFailed(addr)
 	case CQWritten:
 		return true
 	}
@@ -236,17 +240,24 @@ const (
 	CQWritten CQResult = iota // the CQE was written
 	CQAbsent                  // no such CQ, or the card is stopped: nothing written
 	CQOverrun                 // the CQ was full: CQ_OVERRUN written, the QPs on the CQ go to error
-	CQDropped                 // the CQ was full and its overrun already reported: nothing written
-	CQFault                   // the CQE's DMA write failed (at the address returned)
+	CQDropped                 // the CQ was full and its overrun already reported, or is in error: nothing written
+	CQFault                   // the CQE's DMA write failed (at the address returned): CQ_ERROR written, the CQ is in error and the QPs on it go to error
 )
 
 // completeCQ is complete's queue part: the CQE of w for QP qpn on CQ n,
-// the CQ_NOTIFY of an armed CQ, or the CQ_OVERRUN of a full one.
+// the CQ_NOTIFY of an armed CQ, or the CQ_OVERRUN of a full one. A CQE
+// whose write faults is issued as any other (PI moves past its slot, an
+// armed CQ notifies), as on a card that learns of the fault a write
+// response after it issued the write, then puts the CQ in error:
+// CQ_ERROR, and no CQE is written to it again.
 func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
 	if n >= cs.MaxCQ || c.cqs[n] == nil || c.fatal {
 		return CQAbsent, 0
 	}
 	cq := c.cqs[n]
+	if cq.err {
+		return CQDropped, 0
+	}
 	size := uint32(1) << cq.logSize
 	if (cq.pi-cq.ci)&cs.CQDBCICIMask >= size {
 		if cq.overrun {
@@ -274,9 +285,7 @@ func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
 	}
 	r.SetOwner(cq.pi>>cq.logSize&1 == 0)
 	addr := cq.base + uint64(cq.pi%size)*cs.CQESize
-	if err := c.write(WriteCQE, qpn, addr, b[:]); err != nil {
-		return CQFault, addr
-	}
+	err := c.write(WriteCQE, qpn, addr, b[:])
 	cq.pi++
 	if w.solicited || w.status != cs.WCStatusSuccess {
 		cq.solPI = cq.pi
@@ -284,6 +293,11 @@ func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
 	if cq.armed && (!cq.solicited || w.solicited || w.status != cs.WCStatusSuccess) {
 		cq.armed = false
 		c.event(cs.EQETypeCQNotify, cq.n, 0, 0)
+	}
+	if err != nil {
+		cq.err = true
+		c.event(cs.EQETypeCQError, cq.n, uint32(addr), 0)
+		return CQFault, addr
 	}
 	return CQWritten, 0
 }
@@ -347,7 +361,8 @@ type Completion struct {
 	Cause       rdmap.Cause // Terminate behind an error status, or 0
 }
 
-// Complete writes w's CQE on CQ cq (and a CQ_NOTIFY or CQ_OVERRUN event).
+// Complete writes w's CQE on CQ cq (and a CQ_NOTIFY, CQ_OVERRUN or
+// CQ_ERROR event).
 // For CQFault it also returns the CQE's address.
 func (s *Queues) Complete(cq uint32, w Completion) (CQResult, uint64) {
 	return s.q.completeCQ(cq, w.QPN, completion{wrID: w.WRID, byteLen: w.ByteLen, op: w.Op, status: w.Status,

@@ -37,7 +37,7 @@ import "encoding/binary"
 const (
 	VendorID         = 0x10ee  // PCI vendor ID
 	DeviceID         = 0x1e1a  // PCI device ID
-	InterfaceVersion = 0x10001 // host interface version (major << 16 | minor)
+	InterfaceVersion = 0x10002 // host interface version (major << 16 | minor)
 	AddrBits         = 0x12    // BAR0 address bits
 	MaxQP            = 0x400   // QP numbers (1..MaxQP-1 are usable)
 	MaxCQ            = 0x400   // CQ numbers
@@ -489,7 +489,8 @@ const (
 	EQETypeTermRecv  EQEType = 7  // the peer sent a Terminate; the QP is in error (OBJ: QPN; TERM_*: its cause)
 	EQETypeQPError   EQEType = 8  // the QP went to error for another reason (INFO: QP_ERR_* cause; OBJ: QPN)
 	EQETypeCQOverrun EQEType = 9  // a CQ was full when a completion arrived; the completion is lost and the QPs on it go to error (OBJ: CQN)
-	EQETypeDMAFault  EQEType = 10 // a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0)
+	EQETypeDMAFault  EQEType = 10 // a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0); a CQE's raises CQ_ERROR instead
+	EQETypeCQError   EQEType = 11 // a CQE's DMA write got an error response: the CQ is in error until DESTROY (its slot is lost, no CQE is written to it again, its completions are lost) and the QPs on it go to error (QP_ERROR DMA) (OBJ: CQN; INFO: the CQE's address bits 31:0)
 )
 
 func (v EQEType) String() string {
@@ -514,6 +515,8 @@ func (v EQEType) String() string {
 		return "CQ_OVERRUN"
 	case EQETypeDMAFault:
 		return "DMA_FAULT"
+	case EQETypeCQError:
+		return "CQ_ERROR"
 	}
 	return "EQE_TYPE(" + itoa(uint64(v)) + ")"
 }
@@ -526,7 +529,7 @@ const (
 	QPErrHost        QPErr = 1 // the host asked (QP_CMD ERROR)
 	QPErrLLPLost     QPErr = 2 // the host reported the connection lost (STREAM.RX_LOST)
 	QPErrStreamCut   QPErr = 3 // the peer's stream ended inside an FPDU
-	QPErrDMA         QPErr = 4 // a DMA of the QP faulted
+	QPErrDMA         QPErr = 4 // a DMA of the QP faulted, or a CQE write of a CQ it uses (CQ_ERROR)
 	QPErrCQOverrun   QPErr = 5 // a CQ of the QP overran
 	QPErrBadDoorbell QPErr = 6 // a producer index moved past the ring's size
 )

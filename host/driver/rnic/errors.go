@@ -140,3 +140,19 @@ func (e *DMAFaultError) Error() string {
 
 // Is makes errors.Is(err, ErrDMAFault) true.
 func (e *DMAFaultError) Is(target error) bool { return target == ErrDMAFault }
+
+// CQError is a CQ the card put in error (its CQ_ERROR event): the write
+// of one of its CQEs faulted, so that slot never holds a completion and
+// the card writes none to the CQ again. Polling returns the completions
+// before the lost slot, then this error; every QP on the CQ is in error
+// too. errors.Is(err, ErrDMAFault) holds.
+type CQError struct {
+	CQN   uint32
+	Fault *DMAFaultError // the CQE's write
+}
+
+func (e *CQError) Error() string {
+	return fmt.Sprintf("rnic: CQ %d is in error (destroy it), a CQE was not written: %v", e.CQN, e.Fault)
+}
+
+func (e *CQError) Unwrap() error { return e.Fault }

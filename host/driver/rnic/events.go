@@ -91,6 +91,16 @@ func (c *Card) dispatch(e cs.EQE, idx uint32) {
 	case cs.EQETypeDMAFault:
 		c.dmaFault(obj)
 		return
+	case cs.EQETypeCQError:
+		q := c.cq(obj)
+		if q == nil {
+			bad(fmt.Sprintf("%v for CQ %d, which does not exist", t, obj))
+			return
+		}
+		// The CQ's pollers get the completions before the lost slot, then
+		// this error; the QPs on the CQ get their own QP_ERROR DMA.
+		q.setErr(&CQError{CQN: obj, Fault: c.faultOf(e.Info())})
+		return
 	}
 	if t < cs.EQETypeTXData || t > cs.EQETypeDMAFault {
 		bad(fmt.Sprintf("type %d", t))
@@ -145,16 +155,31 @@ func qpErr(why cs.QPErr, qpn uint32) error {
 	return &RecordError{Record: "EQE", Obj: qpn, Msg: fmt.Sprintf("QP_ERROR for QP %d with unknown cause %d", qpn, why)}
 }
 
-// dmaFault reads the DMA_FAULT_* registers and ends what the fault hit.
-func (c *Card) dmaFault(obj uint32) {
+// readFault reads the DMA_FAULT_* registers: the last fault the card saw.
+func (c *Card) readFault() *DMAFaultError {
 	var r [3]uint32
 	for i, off := range []uint32{cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo} {
 		r[i], _ = c.regs.Read32(off)
 	}
 	info := r[2]
-	err := &DMAFaultError{Addr: uint64(r[1])<<32 | uint64(r[0]), QPN: info & cs.DMAFaultInfoQPNMask,
+	return &DMAFaultError{Addr: uint64(r[1])<<32 | uint64(r[0]), QPN: info & cs.DMAFaultInfoQPNMask,
 		Resp: uint8(info >> cs.DMAFaultInfoRespShift & cs.DMAFaultInfoRespMask), Write: info>>cs.DMAFaultInfoWriteShift&1 != 0,
 		Count: uint8(info >> cs.DMAFaultInfoCountShift)}
+}
+
+// faultOf is the fault an event names by its address's low word (INFO):
+// DMA_FAULT_*'s if they still hold it, else what the event says (a later
+// fault has replaced it in the registers).
+func (c *Card) faultOf(lo uint32) *DMAFaultError {
+	if f := c.readFault(); uint32(f.Addr) == lo {
+		return f
+	}
+	return &DMAFaultError{Addr: uint64(lo), Write: true}
+}
+
+// dmaFault reads the DMA_FAULT_* registers and ends what the fault hit.
+func (c *Card) dmaFault(obj uint32) {
+	err := c.readFault()
 	if obj != 0 {
 		err.QPN = obj
 	} else {

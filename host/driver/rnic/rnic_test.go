@@ -463,6 +463,55 @@ func TestDMAFault(t *testing.T) {
 	require.Equal(t, qpn, de.QPN)
 }
 
+// TestCQError: CQ_ERROR (a CQE's write faulted) makes the CQ give the
+// completions before the lost slot, then a *CQError naming the fault,
+// for good; the QP_ERROR DMA that follows ends the QP with ErrDMAFault.
+func TestCQError(t *testing.T) {
+	x := attach(t, driver.QPConfig{})
+	qpn := x.qp.QPN()
+	cqn := x.cq.(*cq).cqn
+	x.f.cqe(cqn, func(e cs.CQE) { e.SetQPN(uint16(qpn)); e.SetWRID(7); e.SetOpcode(cs.WCOpcodeRDMAWrite) })
+	slot := x.f.cqs[cqn].base + cs.CQESize
+	x.f.mu.Lock()
+	x.f.fault = [3]uint32{uint32(slot), uint32(slot >> 32), qpn | 2<<16 | 1<<18 | 1<<24}
+	x.f.mu.Unlock()
+	x.f.hook(func(off, v uint32) {
+		if off == cs.QPCmd && v == uint32(cs.QPOpError) {
+			go x.f.endQP(qpn, cs.QPErrDMA)
+		}
+	})
+	x.f.eqe(cs.EQETypeCQError, cqn, uint32(slot), nil)
+	wc, err := x.cq.Wait(context.Background())
+	require.NoError(t, err, "the completion before the lost slot")
+	require.Equal(t, uint64(7), wc.ID)
+	for range 2 {
+		_, err = x.cq.Wait(context.Background())
+		require.ErrorIs(t, err, ErrDMAFault)
+		var ce *CQError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, cqn, ce.CQN)
+		require.Equal(t, slot, ce.Fault.Addr)
+		require.Equal(t, qpn, ce.Fault.QPN)
+		require.True(t, ce.Fault.Write)
+	}
+	x.f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrDMA), nil)
+	<-x.qp.Done()
+	require.ErrorIs(t, x.qp.Err(), ErrDMAFault)
+
+	// A CQ_ERROR for a CQ that does not exist is a corrupt event.
+	for len(x.c.Events()) > 0 {
+		<-x.c.Events()
+	}
+	x.f.eqe(cs.EQETypeCQError, cqn+9, 0, nil)
+	for ev := range x.c.Events() {
+		var re *RecordError
+		if errors.As(ev.Err, &re) {
+			require.Contains(t, re.Msg, "does not exist")
+			break
+		}
+	}
+}
+
 // TestDMAFaultFatal: a DMA_FAULT with OBJ 0 is the card's own write (a
 // QP's status record, named in DMA_FAULT_INFO) that stopped it
 // (STATUS.FATAL): every QP ends with ErrCardFatal, which carries the

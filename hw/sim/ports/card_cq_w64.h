@@ -90,6 +90,7 @@
     X(irq_vector, 8) \
     X(m_overrun_valid, 1) \
     X(m_overrun_cq, 10) \
+    X(m_overrun_dma, 1) \
     X(m_fault_valid, 1) \
     X(m_fault_addr, 64) \
     X(m_fault_qpn, 16) \
