@@ -194,7 +194,9 @@ func (cq *CQ) live(what string) error {
 
 // Poll moves up to len(wc) completions into wc and returns how many
 // (ibv_poll_cq). Once the queue has lost a completion because it was full,
-// Poll returns what is left and then iwarp.ErrCQOverflow.
+// Poll returns what is left and then iwarp.ErrCQOverflow; once a card's
+// CQ is in error (a CQE it could not write, a corrupted one), what is
+// left and then that error.
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	if err := cq.live("Poll"); err != nil {
 		return 0, err
@@ -202,6 +204,11 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	n := cq.cq.Poll(wc)
 	if n == 0 && cq.cq.Overflowed() {
 		return 0, fmt.Errorf("verbs: CQ overrun (depth %d): %w", cq.cq.Depth(), iwarp.ErrCQOverflow)
+	}
+	if e, ok := cq.cq.(interface{ Err() error }); ok && n == 0 {
+		if err := e.Err(); err != nil {
+			return 0, fmt.Errorf("verbs: CQ in error: %w", err)
+		}
 	}
 	return n, nil
 }

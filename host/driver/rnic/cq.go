@@ -494,6 +494,28 @@ func (q *cq) overrun() {
 	}
 }
 
+// inError handles CQ_ERROR: err is sticky, the waiters wake, and an
+// armed CQ notifies (its user then polls and finds the error).
+func (q *cq) inError(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.wakeLocked()
+	if q.userArmed {
+		q.fireLocked()
+	}
+}
+
+// Err is the CQ's sticky error (a corrupted CQE, the CQ or the card in
+// error), or nil: Poll returns nothing past it.
+func (q *cq) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
 // setErr makes err sticky and wakes the waiters.
 func (q *cq) setErr(err error) {
 	q.mu.Lock()

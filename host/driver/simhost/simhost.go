@@ -37,9 +37,10 @@ const MaxDMA = 1 << 30
 
 // Space is one card's IOVA space. It is safe for concurrent use.
 type Space struct {
-	mu    sync.RWMutex
-	spans []span // sorted by IOVA, disjoint
-	next  uint64
+	mu      sync.RWMutex
+	spans   []span // sorted by IOVA, disjoint
+	next    uint64
+	refused [][2]uint64 // [start, end) the IOMMU refuses though mapped (Refuse)
 }
 
 // span is one mapping: DMA memory or a user buffer.
@@ -85,6 +86,16 @@ func (s *Space) Revoke(buf []byte) bool {
 		}
 	}
 	return false
+}
+
+// Refuse makes the IOMMU refuse every DMA that touches [iova, iova+n)
+// from now on, mapped or not, as an IOMMU entry gone bad behind the
+// driver's back (for fault tests: the card must report the fault, and the
+// driver must not hang on what it never gets).
+func (s *Space) Refuse(iova uint64, n int) {
+	s.mu.Lock()
+	s.refused = append(s.refused, [2]uint64{iova, iova + uint64(n)})
+	s.mu.Unlock()
 }
 
 // Clear drops every mapping (the card is gone: what the driver did not
@@ -151,6 +162,11 @@ func (s *Space) ReadMem(addr uint64, b []byte) error {
 // find is the mapping holding [addr, addr+n) and addr's offset in it
 // (with wholePage, its last page counts to its end). Called with mu held.
 func (s *Space) find(addr uint64, n int, wholePage bool) (buf []byte, off uint64, ok bool) {
+	for _, r := range s.refused {
+		if addr < r[1] && addr+uint64(n) > r[0] {
+			return nil, 0, false
+		}
+	}
 	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
 	if i < 0 {
 		return nil, 0, false

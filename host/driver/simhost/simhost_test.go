@@ -83,3 +83,18 @@ func Example() {
 	// <nil> hi
 	// simhost: DMA outside every mapping (IOMMU fault): 1 bytes at 0x100000040
 }
+
+// Refuse makes the IOMMU refuse a range of a live mapping: every access
+// touching it fails, the rest of the mapping still works.
+func TestRefuse(t *testing.T) {
+	s := simhost.New()
+	b, err := s.DMA().Alloc(3 * 4096)
+	require.NoError(t, err)
+	s.Refuse(b.IOVA+4096, 4096)
+	require.NoError(t, s.WriteMem(b.IOVA+4096-8, make([]byte, 8)), "just before")
+	require.NoError(t, s.WriteMem(b.IOVA+8192, make([]byte, 8)), "just after")
+	require.ErrorIs(t, s.WriteMem(b.IOVA+4096-4, make([]byte, 8)), simhost.ErrUnmapped, "across its start")
+	require.ErrorIs(t, s.ReadMem(b.IOVA+8000, make([]byte, 32)), simhost.ErrUnmapped, "inside")
+	_, err = s.Lookup(b.IOVA+8191, 1)
+	require.ErrorIs(t, err, simhost.ErrUnmapped, "its last byte")
+}
