@@ -14,7 +14,8 @@ import (
 // timing is the block's documented pipeline:
 //
 //   - stage A takes one operation a cycle at most: a pending EQ_CFG first,
-//     then CQ_CMD, then EQ_DB, then round robin the CQ doorbell and the
+//     then a CQE fault, then CQ_CMD (once no CQE can still fault), then
+//     EQ_DB, then round robin the CQ doorbell and the
 //     engines' completion and event ports (a CQ doorbell, then completion
 //     and event port of engine 0, of engine 1, ...); nothing is taken
 //     while the CQ contexts are cleared after reset;
@@ -27,10 +28,9 @@ import (
 //     by DMAWr), one request ahead of its data (two requests in flight);
 //   - write responses come back as dma_wr completions, each numbered
 //     write's address, QP and CQ kept for its fault report; none is taken
-//     while two CQE faults wait for stage A, which takes a waiting fault
-//     after the EQ configuration, CQ_CMD and EQ_DB and before the round
-//     robin; in stage D it puts a live CQ in error (the model's CQ_ERROR)
-//     and is reported on m_fault_* the cycle after.
+//     while two CQE faults wait for stage A; in stage D a fault puts a
+//     live CQ in error (the model's CQ_ERROR) and is reported on m_fault_*
+//     the cycle after.
 
 // CardCQMaxSources is how many engines (a completion and an event port
 // each) card_cq can take.
@@ -262,6 +262,7 @@ type CardCQ struct {
 	ovCQ           uint16
 	fq             [cardCQFaults]cardCQFlt
 	fqN            int
+	cqeOut         int // CQEs queued or written, without their response
 	cqFltV         bool
 	cqFlt          cardCQFlt
 	rq             [CardCQRecords]cardCQRec
@@ -321,13 +322,19 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 	bToC := m.bV && (!m.cV || cToD) && !conflict
 	bFree := !m.bV || bToC
 
-	// Stage A.
+	// Stage A: EQ_CFG, a CQE fault, CQ_CMD (once no CQE can still fault,
+	// so that none reaches a CQ created again under its number), EQ_DB,
+	// then the records.
 	initAct := m.initCnt < CardCQClearCycles
 	ctl := m.eqCfgPend || in.CmdValid || in.EQDBValid
-	fault := !ctl && m.fqN > 0
+	cplBusy := m.bV && m.b.kind == cqOpCpl || m.cV && m.c.kind == cqOpCpl || m.dV && m.d.kind == cqOpCpl
+	quiet := m.cqeOut == 0 && !(m.fltV && !m.fltEQE) && !cplBusy
+	fault := !m.eqCfgPend && m.fqN > 0
+	cmd := !m.eqCfgPend && m.fqN == 0 && in.CmdValid && quiet
+	eqdb := !m.eqCfgPend && m.fqN == 0 && !in.CmdValid && in.EQDBValid
 	nr := 1 + 2*ns
 	grant := -1
-	if !ctl && !fault {
+	if !ctl && m.fqN == 0 {
 		for k := 1; k <= nr; k++ {
 			j := (m.rrLast + k) % nr
 			if m.recValid(in, j) {
@@ -336,10 +343,10 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 			}
 		}
 	}
-	take := (ctl || fault || grant >= 0) && bFree && !initAct && !in.Reset
+	take := (m.eqCfgPend || fault || cmd || eqdb || grant >= 0) && bFree && !initAct && !in.Reset
 	*out = CardCQOut{AXIWr: AXIWr{WData: out.WData}}
-	out.CmdReady = take && !m.eqCfgPend && in.CmdValid
-	out.EQDBReady = take && !m.eqCfgPend && !in.CmdValid && in.EQDBValid
+	out.CmdReady = take && cmd
+	out.EQDBReady = take && eqdb
 	out.CQDBReady = take && grant == 0
 	for i := 0; i < ns; i++ {
 		out.CplReady[i] = take && grant == 1+2*i
@@ -365,7 +372,7 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 	}
 	out.Fatal, out.EventsLost, out.InitDone = m.fatal, m.lost, !initAct
 	out.Tight = m.tight
-	out.CplBusy = m.bV && m.b.kind == cqOpCpl || m.cV && m.c.kind == cqOpCpl || m.dV && m.d.kind == cqOpCpl
+	out.CplBusy = cplBusy
 
 	// The interrupt rises when one is due, its EQE written, moderation
 	// over and none is up; the vector is the EQ's as it is now. The counts
@@ -399,6 +406,12 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 	}
 	if rec1 != nil {
 		m.push(rec1)
+		if !rec1.eqe {
+			m.cqeOut++
+		}
+	}
+	if m.dwOut.DValid && m.dwIn.DReady && m.dwOut.DTag&1 == 0 {
+		m.cqeOut--
 	}
 	if rec2 != nil {
 		m.hold, m.holdV = *rec2, true
@@ -451,7 +464,7 @@ func (m *CardCQ) Step(in *CardCQIn, out *CardCQOut) {
 		m.c, m.cV, m.bV = m.b, true, false
 	}
 	if take {
-		m.b, m.bV = m.taken(in, grant), true
+		m.b, m.bV = m.taken(in, grant, fault, cmd), true
 		if grant >= 0 {
 			m.rrLast = grant
 		}
@@ -486,18 +499,18 @@ func (m *CardCQ) recValid(in *CardCQIn, j int) bool {
 }
 
 // taken is the operation stage A takes, cut to its ports' widths.
-func (m *CardCQ) taken(in *CardCQIn, grant int) cardCQOp {
+func (m *CardCQ) taken(in *CardCQIn, grant int, fault, cmd bool) cardCQOp {
 	var o cardCQOp
 	switch {
 	case m.eqCfgPend:
 		o.kind, o.base, o.log, o.vector, o.enable = cqOpEQCfg, in.EQBase, in.EQLog&31, in.EQVector, in.EQEnable
-	case in.CmdValid:
+	case fault:
+		o.kind, o.flt, o.cq = cqOpFault, m.fq[0], m.fq[0].cq
+	case cmd:
 		o.kind, o.cmdOp, o.cmdNum, o.base, o.log = cqOpCmd, in.CmdOp&15, in.CmdNum, in.CmdBase, in.CmdLog&31
 		o.cq = in.CmdNum % cs.MaxCQ
 	case in.EQDBValid:
 		o.kind, o.eqCI, o.eqArm = cqOpEQDB, in.EQDBCI&cardCQIdx, in.EQDBArm
-	case m.fqN > 0:
-		o.kind, o.flt, o.cq = cqOpFault, m.fq[0], m.fq[0].cq
 	case grant == 0:
 		o.kind, o.cq, o.db = cqOpCQDB, in.CQDBIndex%cs.MaxCQ, in.CQDBValue
 	case grant%2 == 1:

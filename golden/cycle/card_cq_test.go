@@ -132,7 +132,7 @@ func (b *cqBench) start() {
 func (b *cqBench) command(op cs.CQOp, n uint16, base uint64, lg uint8) {
 	b.t.Helper()
 	b.in.CmdValid, b.in.CmdOp, b.in.CmdNum, b.in.CmdBase, b.in.CmdLog = true, uint8(op), n, base, lg
-	b.until(20, "CQ_CMD taken", func(o *CardCQOut) bool { return o.CmdReady })
+	b.until(1000, "CQ_CMD taken", func(o *CardCQOut) bool { return o.CmdReady })
 	b.in.CmdValid = false
 }
 
@@ -376,4 +376,28 @@ func TestCardCQInterruptAfterManyEQEs(t *testing.T) {
 	assert.False(t, b.out.IRQValid)
 	up := b.until(3000, "the held interrupt", func(o *CardCQOut) bool { return o.IRQValid })
 	assert.Equal(t, taken+3002, up)
+}
+
+// A CQ command waits until no CQE can still fault, so that a fault never
+// reaches a CQ created again under its number: CQ 3's CQE faults 200
+// cycles after its write; DESTROY waits for that, the fault puts the old
+// CQ 3 in error (CQ_ERROR) first, and the CQ 3 created after takes
+// completions from its first slot.
+func TestCardCQCommandAfterFault(t *testing.T) {
+	b := newCQBench(t, 64)
+	b.bad[0] = true
+	b.lat = 200
+	b.start()
+	b.complete(3, 1)
+	b.command(cs.CQOpDestroy, 3, 0, 0)
+	require.NotEmpty(t, b.writes)
+	require.NotZero(t, b.writes[0].respAt, "DESTROY was taken before the CQE's response")
+	assert.Greater(t, b.cycle, b.writes[0].respAt)
+	b.command(cs.CQOpCreate, 3, cqAt, 1)
+	b.complete(3, 2)
+	b.idle(250)
+	require.Len(t, b.writes, 3, "the CQE, CQ_ERROR, the new CQ's CQE")
+	assert.Equal(t, cs.EQETypeCQError, cs.EQE(b.writes[1].data).Type())
+	assert.Equal(t, uint64(cqAt), b.writes[2].addr, "the new CQ's first slot")
+	assert.Equal(t, uint64(2), cs.CQE(b.writes[2].data).WRID())
 }

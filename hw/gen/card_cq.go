@@ -86,7 +86,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	L := W / 8
 	m := NewModule(fmt.Sprintf("card_cq_w%d", W), "docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go",
 		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an arming doorbell that finds a completion past its CI (for a solicited-only arming: a solicited or error one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once instead of arming, so that an arm racing a CQE still on its way to memory is not lost; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing. cq_tight says, per CQ, that it has at most %d entries free (set from each context written), and cpl_busy that a completion taken has no verdict yet: card_tx holds a WQE on a tight CQ until the completions before it are written or lost.", NS, cardQueueLog, CardCQTight),
-		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then a CQE fault, then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
+		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then a CQE fault, then CQ commands (each once no CQE can still fault: none in stages B to D, in the record queue or on the bus without its response, nor its fault waiting, so that a fault never reaches a CQ created again under its number), EQ doorbells (card_regs takes no register write while one waits), then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
 		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing), as does an event record with s_ev<i>_stop (card_stat's DMA_FAULT of a status write) once it is written (or lost). A CQE whose write gets an error response puts its CQ in error, as the card model's completeCQ does a write response late: the fault waits in a %d-entry queue (no write response is taken while two wait) for stage A, which takes it ahead of the records; in stage D, on a live CQ not in error, it sets the context's error bit (from then on every completion on that CQ is lost, until DESTROY), writes CQ_ERROR (OBJ the CQ, INFO the CQE's address bits 31:0), names the CQE on m_fault_* (its address and QP) and gives the overrun record with m_overrun_dma (the engines put the QPs on that CQ in error with QP_ERROR DMA); a fault on a CQ already in error (a CQE issued before the first fault came back) does nothing. An EQE's fault is named on m_fault_* the cycle after its response. A RAM of %d entries keeps each write's address, QP and CQ until its response. Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", cardCQFaultQ, 1<<cardCQFaultLog, cardCQEBytes, cardEQEBytes),
 	)
 	m.Clock()
@@ -181,13 +181,18 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	// Stage A: pick one operation.
 	bFree := m.Wire("b_free", 1, "stage B takes an operation this cycle")
 	eqCfgPend := m.RegDecl("eqcfg_pend", 1, "EQ_CFG was written and is not yet applied")
-	gEQCfg := m.WireOf("g_eqcfg", eqCfgPend, "")
-	gCmd := m.WireOf("g_cmd", And(cmdV, Not(eqCfgPend)), "")
-	gEQDB := m.WireOf("g_eqdb", And(eqdbV, Not(Or(eqCfgPend, cmdV))), "")
-	ctl := m.WireOf("ctl_any", Or(eqCfgPend, cmdV, eqdbV), "")
+	// A CQ command waits until no CQE can still fault (none in stages B to
+	// D, written without its response, or its fault waiting), so that a
+	// fault never reaches a CQ created again under the same number; a
+	// waiting fault goes first.
 	fqCount := m.Wire("fq_held", addrWidth(cardCQFaultQ+1), "CQE faults waiting")
 	fqV := m.WireOf("fq_v", RedOr(fqCount), "a CQE fault waits")
-	gFault := m.WireOf("g_fault", And(fqV, Not(ctl)), "")
+	cqeQuiet := m.Wire("cqe_quiet", 1, "no CQE can still fault")
+	gEQCfg := m.WireOf("g_eqcfg", eqCfgPend, "")
+	gFault := m.WireOf("g_fault", And(fqV, Not(eqCfgPend)), "")
+	gCmd := m.WireOf("g_cmd", And(cmdV, Not(eqCfgPend), Not(fqV), cqeQuiet), "")
+	gEQDB := m.WireOf("g_eqdb", And(eqdbV, Not(Or(eqCfgPend, fqV, cmdV))), "")
+	ctl := m.WireOf("ctl_any", Or(eqCfgPend, cmdV, eqdbV), "")
 	recFree := m.WireOf("rec_free", Not(Or(ctl, fqV)), "the doorbells and records may be taken")
 	// CQ doorbells and records round robin: requester 0 is the CQ
 	// doorbell, 1+2i completion port i, 2+2i event port i.
@@ -207,7 +212,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	for _, g := range grants {
 		anyRec = append(anyRec, g)
 	}
-	anyReq := m.WireOf("a_any", Or(ctl, fqV, RedOrParts(anyRec)), "")
+	anyReq := m.WireOf("a_any", Or(eqCfgPend, fqV, gCmd, gEQDB, RedOrParts(anyRec)), "")
 	aTake := m.WireOf("a_take", And(anyReq, bFree, Not(initAct), Not(rst)), "an operation moves to stage B")
 	var lastNext []Expr
 	for j := 0; j < NR; j++ {
@@ -527,7 +532,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	hotW := m.WireOf("tight_hot", And(oneHot(m, "tight_wr", memWa, cardCQs), Rep(memWe, cardCQs)), "the CQ whose context is written")
 	m.Drive(tight, big.NewInt(0), Or(And(tight, Not(hotW)), And(hotW, Rep(nwTight, cardCQs))), nil)
 	m.Assign(tightO, tight)
-	m.Assign(cplBusyO, Or(And(bV, isK(bKind, cqkCpl)), And(cV, isK(cKind, cqkCpl)), And(dV, isK(dKind, cqkCpl))))
+	cplBusy := m.WireOf("cpl_in_bcd", Or(And(bV, isK(bKind, cqkCpl)), And(cV, isK(cKind, cqkCpl)), And(dV, isK(dKind, cqkCpl))), "")
+	m.Assign(cplBusyO, cplBusy)
 
 	// EQ configuration, doorbell (its new count registered in D's first
 	// cycle: only D changes the EQ) and event.
@@ -628,6 +634,11 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	fltEQE := m.Reg("flt_eqe", 1, big.NewInt(0), Bit(doneTag, 0), nil, "")
 	eqeFlt := m.WireOf("flt_eqe_v", And(fltV, fltEQE), "an EQE's write faulted")
 	m.Assign(fqPush, And(fltV, Not(fltEQE)))
+	cqeOut := m.RegDecl("cqe_out", cardCQFaultLog+1, "CQEs queued or written and without their response")
+	cqeIn := m.WireOf("cqe_in", And(bGo, cplWrite), "a CQE enters the record queue")
+	cqeDone := m.WireOf("cqe_done", And(doneTake, Not(Bit(doneTag, 0))), "a CQE's write has its response")
+	m.Drive(cqeOut, big.NewInt(0), Sub(Add(cqeOut, zext(cqeIn, cardCQFaultLog+1)), zext(cqeDone, cardCQFaultLog+1)), nil)
+	m.Assign(cqeQuiet, And(Not(RedOr(cqeOut)), Not(fqPush), Not(cplBusy)))
 	m.Assign(fqIn, fltRd)
 	cqFltV := m.Reg("cqflt_v", 1, big.NewInt(0), And(bGo, kFault), nil, "a CQE's fault put its CQ in error")
 	cqFltA := m.Reg("cqflt_addr", 64, big.NewInt(0), dWide, And(bGo, kFault), "")

@@ -30,14 +30,17 @@
 // it are written or lost.
 //
 // Operations are serial, in the order they are taken: one per cycle at most,
-// the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
-// no register write while one waits), then a CQE fault, then round robin the
-// CQ doorbells and the engines' completion and event ports. An operation is
-// read from the CQ context RAM (1024 entries, block RAM, written back with a
-// one-entry bypass) in the cycle after it is taken, and its records enter a
-// 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two
-// cycles). The CQ context RAM is cleared for 1024 cycles after reset
-// (init_done low, nothing taken).
+// the EQ configuration first, then a CQE fault, then CQ commands (each once no
+// CQE can still fault: none in stages B to D, in the record queue or on the
+// bus without its response, nor its fault waiting, so that a fault never
+// reaches a CQ created again under its number), EQ doorbells (card_regs takes
+// no register write while one waits), then round robin the CQ doorbells and
+// the engines' completion and event ports. An operation is read from the CQ
+// context RAM (1024 entries, block RAM, written back with a one-entry bypass)
+// in the cycle after it is taken, and its records enter a 4-entry queue in
+// front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ
+// context RAM is cleared for 1024 cycles after reset (init_done low, nothing
+// taken).
 //
 // Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE
 // that raised the interrupt has its write response (for an arming doorbell:
@@ -174,13 +177,14 @@ module card_cq_w512 (
     wire           init_active;
     wire           b_free;                   // stage B takes an operation this cycle
     reg            eqcfg_pend;               // EQ_CFG was written and is not yet applied
+    wire [2:0]     fq_held;                  // CQE faults waiting
+    wire           fq_v;                     // a CQE fault waits
+    wire           cqe_quiet;                // no CQE can still fault
     wire           g_eqcfg;
+    wire           g_fault;
     wire           g_cmd;
     wire           g_eqdb;
     wire           ctl_any;
-    wire [2:0]     fq_held;                  // CQE faults waiting
-    wire           fq_v;                     // a CQE fault waits
-    wire           g_fault;
     wire           rec_free;                 // the doorbells and records may be taken
     reg  [2:0]     rr_last;                  // the record port granted last
     wire           g_rec0;
@@ -404,6 +408,7 @@ module card_cq_w512 (
     wire [9:0]     tight_wr_qp;
     wire [1023:0]  tight_wr_1h;
     wire [1023:0]  tight_hot;                // the CQ whose context is written
+    wire           cpl_in_bcd;
     wire [4:0]     cfg_log;
     wire           cfg_en;
     wire           cfg_go;
@@ -455,6 +460,9 @@ module card_cq_w512 (
     reg            flt_v;                    // a faulted write's entry is read
     reg            flt_eqe;
     wire           flt_eqe_v;                // an EQE's write faulted
+    reg  [8:0]     cqe_out;                  // CQEs queued or written and without their response
+    wire           cqe_in;                   // a CQE enters the record queue
+    wire           cqe_done;                 // a CQE's write has its response
     reg            cqflt_v;                  // a CQE's fault put its CQ in error
     reg  [63:0]    cqflt_addr;
     reg  [15:0]    cqflt_qpn;
@@ -487,19 +495,19 @@ module card_cq_w512 (
 
     assign init_active = ~init_cnt[10];
     assign init_done = ~init_active;
-    assign g_eqcfg = eqcfg_pend;
-    assign g_cmd = cq_cmd_valid & ~eqcfg_pend;
-    assign g_eqdb = eq_db_valid & ~(eqcfg_pend | cq_cmd_valid);
-    assign ctl_any = (eqcfg_pend | cq_cmd_valid) | eq_db_valid;
     assign fq_v = |fq_held;
-    assign g_fault = fq_v & ~ctl_any;
+    assign g_eqcfg = eqcfg_pend;
+    assign g_fault = fq_v & ~eqcfg_pend;
+    assign g_cmd = ((cq_cmd_valid & ~eqcfg_pend) & ~fq_v) & cqe_quiet;
+    assign g_eqdb = eq_db_valid & ~((eqcfg_pend | fq_v) | cq_cmd_valid);
+    assign ctl_any = (eqcfg_pend | cq_cmd_valid) | eq_db_valid;
     assign rec_free = ~(ctl_any | fq_v);
     assign g_rec0 = rec_free & (s_cqdb_valid & ((((((rr_last == 3'h0) & ~(((s_cpl0_valid | s_ev0_valid) | s_cpl1_valid) | s_ev1_valid)) | ((rr_last == 3'h1) & ~((s_ev0_valid | s_cpl1_valid) | s_ev1_valid))) | ((rr_last == 3'h2) & ~(s_cpl1_valid | s_ev1_valid))) | ((rr_last == 3'h3) & ~s_ev1_valid)) | (rr_last == 3'h4)));
     assign g_rec1 = rec_free & (s_cpl0_valid & (((((rr_last == 3'h0) | ((rr_last == 3'h1) & ~(((s_ev0_valid | s_cpl1_valid) | s_ev1_valid) | s_cqdb_valid))) | ((rr_last == 3'h2) & ~((s_cpl1_valid | s_ev1_valid) | s_cqdb_valid))) | ((rr_last == 3'h3) & ~(s_ev1_valid | s_cqdb_valid))) | ((rr_last == 3'h4) & ~s_cqdb_valid)));
     assign g_rec2 = rec_free & (s_ev0_valid & ((((((rr_last == 3'h0) & ~s_cpl0_valid) | (rr_last == 3'h1)) | ((rr_last == 3'h2) & ~(((s_cpl1_valid | s_ev1_valid) | s_cqdb_valid) | s_cpl0_valid))) | ((rr_last == 3'h3) & ~((s_ev1_valid | s_cqdb_valid) | s_cpl0_valid))) | ((rr_last == 3'h4) & ~(s_cqdb_valid | s_cpl0_valid))));
     assign g_rec3 = rec_free & (s_cpl1_valid & ((((((rr_last == 3'h0) & ~(s_cpl0_valid | s_ev0_valid)) | ((rr_last == 3'h1) & ~s_ev0_valid)) | (rr_last == 3'h2)) | ((rr_last == 3'h3) & ~(((s_ev1_valid | s_cqdb_valid) | s_cpl0_valid) | s_ev0_valid))) | ((rr_last == 3'h4) & ~((s_cqdb_valid | s_cpl0_valid) | s_ev0_valid))));
     assign g_rec4 = rec_free & (s_ev1_valid & ((((((rr_last == 3'h0) & ~((s_cpl0_valid | s_ev0_valid) | s_cpl1_valid)) | ((rr_last == 3'h1) & ~(s_ev0_valid | s_cpl1_valid))) | ((rr_last == 3'h2) & ~s_cpl1_valid)) | (rr_last == 3'h3)) | ((rr_last == 3'h4) & ~(((s_cqdb_valid | s_cpl0_valid) | s_ev0_valid) | s_cpl1_valid))));
-    assign a_any = (ctl_any | fq_v) | ((((g_rec0 | g_rec1) | g_rec2) | g_rec3) | g_rec4);
+    assign a_any = (((eqcfg_pend | fq_v) | g_cmd) | g_eqdb) | ((((g_rec0 | g_rec1) | g_rec2) | g_rec3) | g_rec4);
     assign a_take = ((a_any & b_free) & ~init_active) & ~rst;
     assign cq_cmd_ready = a_take & g_cmd;
     assign eq_db_ready = a_take & g_eqdb;
@@ -1801,7 +1809,8 @@ module card_cq_w512 (
     };
     assign tight_hot = tight_wr_1h & {1024{ctx_we}};
     assign cq_tight = tight;
-    assign cpl_busy = ((b_v & (b_kind == 3'h0)) | (c_v & (c_kind == 3'h0))) | (d_v & (d_kind == 3'h0));
+    assign cpl_in_bcd = ((b_v & (b_kind == 3'h0)) | (c_v & (c_kind == 3'h0))) | (d_v & (d_kind == 3'h0));
+    assign cpl_busy = cpl_in_bcd;
     assign cfg_log = d_term[4:0];
     assign cfg_en = d_flags[0];
     assign cfg_go = (b_go & k_eqcfg) & d_cfg_ok;
@@ -1842,6 +1851,9 @@ module card_cq_w512 (
     assign fatal = fatal_q;
     assign flt_eqe_v = flt_v & flt_eqe;
     assign fq_push = flt_v & ~flt_eqe;
+    assign cqe_in = b_go & cpl_write;
+    assign cqe_done = dw_done_take & ~dw_done_tag[0];
+    assign cqe_quiet = (~|cqe_out & ~fq_push) & ~cpl_in_bcd;
     assign fq_in = flt_rd;
     assign m_fault_valid = flt_eqe_v | cqflt_v;
     assign m_fault_addr = flt_eqe_v ? {flt_rd[85:26], 4'h0} : (cqflt_addr & {64{cqflt_v}});
@@ -2556,6 +2568,14 @@ module card_cq_w512 (
             flt_eqe <= 1'h0;
         end else begin
             flt_eqe <= dw_done_tag[0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cqe_out <= 9'h000;
+        end else begin
+            cqe_out <= (cqe_out + {8'h00, cqe_in}) - {8'h00, cqe_done};
         end
     end
 

@@ -30,14 +30,17 @@
 -- it are written or lost.
 --
 -- Operations are serial, in the order they are taken: one per cycle at most,
--- the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
--- no register write while one waits), then a CQE fault, then round robin the
--- CQ doorbells and the engines' completion and event ports. An operation is
--- read from the CQ context RAM (1024 entries, block RAM, written back with a
--- one-entry bypass) in the cycle after it is taken, and its records enter a
--- 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two
--- cycles). The CQ context RAM is cleared for 1024 cycles after reset
--- (init_done low, nothing taken).
+-- the EQ configuration first, then a CQE fault, then CQ commands (each once no
+-- CQE can still fault: none in stages B to D, in the record queue or on the
+-- bus without its response, nor its fault waiting, so that a fault never
+-- reaches a CQ created again under its number), EQ doorbells (card_regs takes
+-- no register write while one waits), then round robin the CQ doorbells and
+-- the engines' completion and event ports. An operation is read from the CQ
+-- context RAM (1024 entries, block RAM, written back with a one-entry bypass)
+-- in the cycle after it is taken, and its records enter a 4-entry queue in
+-- front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ
+-- context RAM is cleared for 1024 cycles after reset (init_done low, nothing
+-- taken).
 --
 -- Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE
 -- that raised the interrupt has its write response (for an arming doorbell:
@@ -205,13 +208,14 @@ architecture rtl of card_cq_w512 is
     signal init_active : std_logic;
     signal b_free : std_logic;               -- stage B takes an operation this cycle
     signal eqcfg_pend : std_logic := '0';    -- EQ_CFG was written and is not yet applied
+    signal fq_held : std_logic_vector(2 downto 0); -- CQE faults waiting
+    signal fq_v : std_logic;                 -- a CQE fault waits
+    signal cqe_quiet : std_logic;            -- no CQE can still fault
     signal g_eqcfg : std_logic;
+    signal g_fault : std_logic;
     signal g_cmd : std_logic;
     signal g_eqdb : std_logic;
     signal ctl_any : std_logic;
-    signal fq_held : std_logic_vector(2 downto 0); -- CQE faults waiting
-    signal fq_v : std_logic;                 -- a CQE fault waits
-    signal g_fault : std_logic;
     signal rec_free : std_logic;             -- the doorbells and records may be taken
     signal rr_last : std_logic_vector(2 downto 0) := "000"; -- the record port granted last
     signal g_rec0 : std_logic;
@@ -435,6 +439,7 @@ architecture rtl of card_cq_w512 is
     signal tight_wr_qp : std_logic_vector(9 downto 0);
     signal tight_wr_1h : std_logic_vector(1023 downto 0);
     signal tight_hot : std_logic_vector(1023 downto 0); -- the CQ whose context is written
+    signal cpl_in_bcd : std_logic;
     signal cfg_log : std_logic_vector(4 downto 0);
     signal cfg_en : std_logic;
     signal cfg_go : std_logic;
@@ -486,6 +491,9 @@ architecture rtl of card_cq_w512 is
     signal flt_v : std_logic := '0';         -- a faulted write's entry is read
     signal flt_eqe : std_logic := '0';
     signal flt_eqe_v : std_logic;            -- an EQE's write faulted
+    signal cqe_out : std_logic_vector(8 downto 0) := "000000000"; -- CQEs queued or written and without their response
+    signal cqe_in : std_logic;               -- a CQE enters the record queue
+    signal cqe_done : std_logic;             -- a CQE's write has its response
     signal cqflt_v : std_logic := '0';       -- a CQE's fault put its CQ in error
     signal cqflt_addr : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cqflt_qpn : std_logic_vector(15 downto 0) := x"0000";
@@ -520,19 +528,19 @@ architecture rtl of card_cq_w512 is
 begin
     init_active <= not init_cnt(10);
     init_done <= not init_active;
-    g_eqcfg <= eqcfg_pend;
-    g_cmd <= cq_cmd_valid and (not eqcfg_pend);
-    g_eqdb <= eq_db_valid and (not (eqcfg_pend or cq_cmd_valid));
-    ctl_any <= (eqcfg_pend or cq_cmd_valid) or eq_db_valid;
     fq_v <= or fq_held;
-    g_fault <= fq_v and (not ctl_any);
+    g_eqcfg <= eqcfg_pend;
+    g_fault <= fq_v and (not eqcfg_pend);
+    g_cmd <= ((cq_cmd_valid and (not eqcfg_pend)) and (not fq_v)) and cqe_quiet;
+    g_eqdb <= eq_db_valid and (not ((eqcfg_pend or fq_v) or cq_cmd_valid));
+    ctl_any <= (eqcfg_pend or cq_cmd_valid) or eq_db_valid;
     rec_free <= not (ctl_any or fq_v);
     g_rec0 <= rec_free and (s_cqdb_valid and (((((b2l(rr_last = "000") and (not (((s_cpl0_valid or s_ev0_valid) or s_cpl1_valid) or s_ev1_valid))) or (b2l(rr_last = "001") and (not ((s_ev0_valid or s_cpl1_valid) or s_ev1_valid)))) or (b2l(rr_last = "010") and (not (s_cpl1_valid or s_ev1_valid)))) or (b2l(rr_last = "011") and (not s_ev1_valid))) or b2l(rr_last = "100")));
     g_rec1 <= rec_free and (s_cpl0_valid and ((((b2l(rr_last = "000") or (b2l(rr_last = "001") and (not (((s_ev0_valid or s_cpl1_valid) or s_ev1_valid) or s_cqdb_valid)))) or (b2l(rr_last = "010") and (not ((s_cpl1_valid or s_ev1_valid) or s_cqdb_valid)))) or (b2l(rr_last = "011") and (not (s_ev1_valid or s_cqdb_valid)))) or (b2l(rr_last = "100") and (not s_cqdb_valid))));
     g_rec2 <= rec_free and (s_ev0_valid and (((((b2l(rr_last = "000") and (not s_cpl0_valid)) or b2l(rr_last = "001")) or (b2l(rr_last = "010") and (not (((s_cpl1_valid or s_ev1_valid) or s_cqdb_valid) or s_cpl0_valid)))) or (b2l(rr_last = "011") and (not ((s_ev1_valid or s_cqdb_valid) or s_cpl0_valid)))) or (b2l(rr_last = "100") and (not (s_cqdb_valid or s_cpl0_valid)))));
     g_rec3 <= rec_free and (s_cpl1_valid and (((((b2l(rr_last = "000") and (not (s_cpl0_valid or s_ev0_valid))) or (b2l(rr_last = "001") and (not s_ev0_valid))) or b2l(rr_last = "010")) or (b2l(rr_last = "011") and (not (((s_ev1_valid or s_cqdb_valid) or s_cpl0_valid) or s_ev0_valid)))) or (b2l(rr_last = "100") and (not ((s_cqdb_valid or s_cpl0_valid) or s_ev0_valid)))));
     g_rec4 <= rec_free and (s_ev1_valid and (((((b2l(rr_last = "000") and (not ((s_cpl0_valid or s_ev0_valid) or s_cpl1_valid))) or (b2l(rr_last = "001") and (not (s_ev0_valid or s_cpl1_valid)))) or (b2l(rr_last = "010") and (not s_cpl1_valid))) or b2l(rr_last = "011")) or (b2l(rr_last = "100") and (not (((s_cqdb_valid or s_cpl0_valid) or s_ev0_valid) or s_cpl1_valid)))));
-    a_any <= (ctl_any or fq_v) or ((((g_rec0 or g_rec1) or g_rec2) or g_rec3) or g_rec4);
+    a_any <= (((eqcfg_pend or fq_v) or g_cmd) or g_eqdb) or ((((g_rec0 or g_rec1) or g_rec2) or g_rec3) or g_rec4);
     a_take <= ((a_any and b_free) and (not init_active)) and (not rst);
     cq_cmd_ready <= a_take and g_cmd;
     eq_db_ready <= a_take and g_eqdb;
@@ -1857,7 +1865,8 @@ begin
     );
     tight_hot <= tight_wr_1h and std_logic_vector'(1023 downto 0 => ctx_we);
     cq_tight <= tight;
-    cpl_busy <= ((b_v and b2l(b_kind = "000")) or (c_v and b2l(c_kind = "000"))) or (d_v and b2l(d_kind = "000"));
+    cpl_in_bcd <= ((b_v and b2l(b_kind = "000")) or (c_v and b2l(c_kind = "000"))) or (d_v and b2l(d_kind = "000"));
+    cpl_busy <= cpl_in_bcd;
     cfg_log <= d_term(4 downto 0);
     cfg_en <= d_flags(0);
     cfg_go <= (b_go and k_eqcfg) and d_cfg_ok;
@@ -1901,6 +1910,9 @@ begin
     fatal <= fatal_q;
     flt_eqe_v <= flt_v and flt_eqe;
     fq_push <= flt_v and (not flt_eqe);
+    cqe_in <= b_go and cpl_write;
+    cqe_done <= dw_done_take and (not dw_done_tag(0));
+    cqe_quiet <= ((not (or cqe_out)) and (not fq_push)) and (not cpl_in_bcd);
     fq_in <= flt_rd;
     m_fault_valid <= flt_eqe_v or cqflt_v;
     m_fault_addr <= mux(flt_eqe_v, std_logic_vector'(flt_rd(85 downto 26) & x"0"), cqflt_addr and std_logic_vector'(63 downto 0 => cqflt_v));
@@ -2928,6 +2940,17 @@ begin
                 flt_eqe <= '0';
             else
                 flt_eqe <= dw_done_tag(0);
+            end if;
+        end if;
+    end process;
+
+    cqe_out_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cqe_out <= "000000000";
+            else
+                cqe_out <= std_logic_vector(unsigned(std_logic_vector(unsigned(cqe_out) + unsigned(std_logic_vector'(x"00" & cqe_in)))) - unsigned(std_logic_vector'(x"00" & cqe_done)));
             end if;
         end if;
     end process;

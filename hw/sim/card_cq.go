@@ -453,6 +453,7 @@ func (d *CardCQDriver) Observe(in, out []uint32) {
 	if d.cycle <= 2 {
 		return
 	}
+	offered := !d.Idle() // an operation offered this cycle may be taken now: not idle
 	for i := range d.cplHeld {
 		if d.cplHeld[i] != nil && p.cpl[i].ready.Get(out) != 0 {
 			res, _ := d.ref.Complete(d.cplCQ[i], *d.cplHeld[i])
@@ -547,7 +548,7 @@ func (d *CardCQDriver) Observe(in, out []uint32) {
 	if p.fault.Get(out) != 0 || p.fatal.Get(out) != 0 {
 		d.fail("a DMA fault with no error response")
 	}
-	if d.mode == CardCQRandom && d.Idle() {
+	if d.mode == CardCQRandom && !offered && d.Idle() {
 		d.idleFor++
 		if d.idleFor == cqTightSettle {
 			d.checkTight(out, d.cqs)
@@ -571,8 +572,11 @@ func (d *CardCQDriver) eqCfgTaken() {
 // quietCheck runs at the end of a quiet phase: everything written, every
 // interrupt the reference raised since the last check has one.
 func (d *CardCQDriver) quietCheck(out []uint32) {
-	if !d.Idle() {
-		d.quiet, d.settled = 200, false // not quiet yet
+	if !d.Idle() || d.idleFor < cqTightSettle {
+		// Not quiet yet, or an operation was taken too recently to have
+		// gone through the pipeline (one held while a CQ command waited
+		// for the CQE writes in flight, say).
+		d.quiet, d.settled = 200, false
 		return
 	}
 	if !d.settled { // the last interrupt may wait for IRQ_MODERATION and irq_ready

@@ -53,7 +53,6 @@ func TestCardCQCycleCosim(t *testing.T) {
 			assert.Greater(t, d.OverrunStalls, n, "overrun records held by m_overrun_ready")
 			assert.Greater(t, d.CQEFaults, n/10, "CQs put in error by a faulted CQE write")
 			assert.Greater(t, d.DMAOverruns, n/20, "overrun records of a CQ in error")
-			assert.LessOrEqual(t, d.DMAOverruns, d.CQEFaults, "one overrun record per CQ put in error at most (a reset may drop one)")
 			if *cosimCycles >= 500_000 { // a few per million cycles
 				assert.Greater(t, d.EQEFaults, n/1000, "faulted EQE writes (the card stops)")
 				assert.Greater(t, d.Stops, n/1000, "stopping events")
