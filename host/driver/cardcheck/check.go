@@ -680,8 +680,8 @@ func (c *checker) data(addr uint64, b []byte) []byte {
 		c.counts.Loose++ // an FPDU the RTL aborted after the model's DMA fault, or sent before it heard of its CQ's
 		return b
 	}
-	if qpn == 0 && len(c.wfaulted) > 0 && !c.pendingAll(addr, b) {
-		c.counts.Loose++ // placed behind a payload write the model found refused
+	if qpn == 0 && (len(c.wfaulted) > 0 || len(c.cqDead) > 0) && !c.pendingAll(addr, b) {
+		c.counts.Loose++ // placed behind a payload write the model found refused, or before the RTL heard of a CQ's fault
 		return b
 	}
 	pos, rest := addr, b
