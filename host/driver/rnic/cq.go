@@ -494,9 +494,18 @@ func (q *cq) overrun() {
 	}
 }
 
-// inError handles CQ_ERROR: err is sticky, the waiters wake, and an
-// armed CQ notifies (its user then polls and finds the error).
-func (q *cq) inError(err error) {
+// Err is the CQ's sticky error (a corrupted CQE, the CQ or the card in
+// error), or nil: Poll returns nothing past it.
+func (q *cq) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// setErr makes err sticky (a CQ_ERROR, a QP the card is no longer
+// trusted with, the card stopped), wakes the waiters and fires an armed
+// user's notification: its user then polls and finds the error.
+func (q *cq) setErr(err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.err == nil {
@@ -506,24 +515,6 @@ func (q *cq) inError(err error) {
 	if q.userArmed {
 		q.fireLocked()
 	}
-}
-
-// Err is the CQ's sticky error (a corrupted CQE, the CQ or the card in
-// error), or nil: Poll returns nothing past it.
-func (q *cq) Err() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.err
-}
-
-// setErr makes err sticky and wakes the waiters.
-func (q *cq) setErr(err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.err == nil {
-		q.err = err
-	}
-	q.wakeLocked()
 }
 
 // Destroy ends every Wait, current or later, with iwarp.ErrCQDestroyed

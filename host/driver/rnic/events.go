@@ -99,7 +99,7 @@ func (c *Card) dispatch(e cs.EQE, idx uint32) {
 		}
 		// The CQ's pollers get the completions before the lost slot, then
 		// this error; the QPs on the CQ get their own QP_ERROR DMA.
-		q.inError(&CQError{CQN: obj, Fault: c.faultOf(e.Info())})
+		q.setErr(&CQError{CQN: obj, Fault: c.faultOf(e.Info())})
 		return
 	}
 	if t < cs.EQETypeTXData || t > cs.EQETypeDMAFault {

@@ -20,6 +20,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/driver"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 func openFake(t *testing.T, opt Options) (*fakePhys, *Card) {
@@ -465,7 +466,8 @@ func TestDMAFault(t *testing.T) {
 
 // TestCQError: CQ_ERROR (a CQE's write faulted) makes the CQ give the
 // completions before the lost slot, then a *CQError naming the fault,
-// for good; the QP_ERROR DMA that follows ends the QP with ErrDMAFault.
+// for good, and fires an armed CQ's notification; the QP_ERROR DMA that
+// follows ends the QP with ErrDMAFault.
 func TestCQError(t *testing.T) {
 	x := attach(t, driver.QPConfig{})
 	qpn := x.qp.QPN()
@@ -480,10 +482,12 @@ func TestCQError(t *testing.T) {
 			go x.f.endQP(qpn, cs.QPErrDMA)
 		}
 	})
-	x.f.eqe(cs.EQETypeCQError, cqn, uint32(slot), nil)
 	wc, err := x.cq.Wait(context.Background())
 	require.NoError(t, err, "the completion before the lost slot")
 	require.Equal(t, uint64(7), wc.ID)
+	x.cq.Arm(false)
+	x.f.eqe(cs.EQETypeCQError, cqn, uint32(slot), nil)
+	testwatch.Wait(t, x.cq.Notify(), "the armed CQ's notification of its error")
 	for range 2 {
 		_, err = x.cq.Wait(context.Background())
 		require.ErrorIs(t, err, ErrDMAFault)
