@@ -254,7 +254,7 @@ type cardCQCycleDriver struct {
 	CQEs, EQEs, Overruns, Lost, IRQs, CQEFaults, EQEFaults, Stops      uint64
 	Resets, AWStalls, WStalls, OverrunStalls, IRQStalls                uint64
 	NotifyArms, Notifies, OverrunEQEs, TightSeen, BusyCycles           uint64
-	CQErrorEQEs, DMAOverruns                                           uint64
+	DMAOverruns                                                        uint64
 }
 
 func newCardCQCycleDriver(p cardCQCyclePorts, seed uint64) *cardCQCycleDriver {
@@ -671,8 +671,6 @@ func (d *cardCQCycleDriver) Observe(in, out []uint32) {
 					d.Notifies++
 				case cs.EQETypeCQOverrun:
 					d.OverrunEQEs++
-				case cs.EQETypeCQError:
-					d.CQErrorEQEs++
 				}
 			}
 			d.wGot++

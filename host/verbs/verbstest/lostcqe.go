@@ -8,23 +8,40 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp"
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/host/driver/rnic"
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
+// FaultHost is what LostCQE needs of a card's backend: its BAR0 and an
+// IOMMU that can refuse part of a live mapping (simhost.Space.Refuse,
+// promoted by the model and sim cards' Phys).
+type FaultHost interface {
+	Regs() driver.Regs
+	Refuse(iova uint64, n int)
+}
+
 // LostCQE runs a card whose host refuses a CQ's second page: a (a fresh
-// Pair) posts signaled 64-byte RDMA Writes, 16 at a time, and waits for
-// their completions, after refuse made the IOMMU refuse the page of a's
-// CQ holding its entries 128 to 255 (a's CQ, of 1,024 entries, lies at
-// cqBase). The card cannot write the 129th CQE: a's CQ gives the 128
-// before it, then fails for good, Wait and Poll alike, instead of
-// waiting at a slot that never fills; a's QP ends, and b's, hit by its
-// Terminate. LostCQE returns the error a's CQ gave, for the caller to
-// match with its card's types.
-func LostCQE(t testing.TB, ctx context.Context, a, b *End, cqBase uint64, refuse func(iova uint64, n int)) error {
+// Pair on h's card) posts signaled 64-byte RDMA Writes, 16 at a time,
+// and waits for their completions, after h's IOMMU was made to refuse
+// the page of a's CQ holding its entries 128 to 255 (a's CQ, of 1,024
+// entries, the last CQ created on its card: CQ_BASE still holds its
+// base). The card cannot write the 129th CQE: a's CQ gives the 128
+// before it, then fails for good with a *rnic.CQError naming that CQE's
+// write, Wait and Poll alike, instead of waiting at a slot that never
+// fills; a's QP ends with rnic.ErrDMAFault, and b's, hit by its
+// Terminate.
+func LostCQE(t testing.TB, ctx context.Context, a, b *End, h FaultHost) {
 	t.Helper()
 	const page = 4096
-	refuse(cqBase+page, page)
+	lo, err := h.Regs().Read32(cardspec.CQBaseLo)
+	require.NoError(t, err)
+	hi, err := h.Regs().Read32(cardspec.CQBaseHi)
+	require.NoError(t, err)
+	cqBase := uint64(hi)<<32 | uint64(lo)
+	h.Refuse(cqBase+page, page)
 	perPage := page / 32 // CQEs
 	var werr error
 	done := 0
@@ -53,7 +70,13 @@ func LostCQE(t testing.TB, ctx context.Context, a, b *End, cqBase uint64, refuse
 	require.Error(t, werr, "a's CQ never failed")
 	require.NoError(t, ctx.Err(), "the CQ's wait ended by the test's deadline, not by the card")
 	require.Equal(t, perPage, done, "the completions before the refused page, and no more")
-	_, err := a.CQ.Wait(ctx)
+	var ce *rnic.CQError
+	require.ErrorAs(t, werr, &ce)
+	require.ErrorIs(t, werr, rnic.ErrDMAFault)
+	require.Equal(t, cqBase+page, ce.Fault.Addr, "the first CQE of the refused page")
+	require.True(t, ce.Fault.Write)
+	require.Equal(t, a.QP.Num(), ce.Fault.QPN)
+	_, err = a.CQ.Wait(ctx)
 	require.ErrorIs(t, err, root(werr), "Wait again: the CQ stays in error")
 	n, err := a.CQ.Poll(make([]verbs.WC, 4))
 	require.Zero(t, n)
@@ -63,7 +86,7 @@ func LostCQE(t testing.TB, ctx context.Context, a, b *End, cqBase uint64, refuse
 	var ie *iwarp.Error
 	require.ErrorAs(t, b.QP.Err(), &ie, "b's QP ends with a Terminate: %v", b.QP.Err())
 	require.True(t, ie.Remote, "b's Terminate came from a: %v", ie)
-	return werr
+	require.ErrorIs(t, a.QP.Err(), rnic.ErrDMAFault)
 }
 
 // root is the innermost error err wraps (a sticky error is the same
