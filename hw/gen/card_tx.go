@@ -114,8 +114,8 @@ func CardTx(width int) (*Module, error) {
 	const QB = 10 // QP number bits
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
-		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error completion of dma_wr, taken only once no record can go out before more write responses) fails its QP as the card model's drain does, a write response late: the QP is dead until CREATE (its records that complete a WQE complete it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start and no Terminate sent; the FPDUs written past it are never published. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring), from a pushed block (%d held, matched by QP and SQ index), or from a read ahead (%d entries, by QP number: a QP's next WQE's first one or two blocks read as soon as its current WQE's size is known) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots, CardTxPrefetch),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error completion of dma_wr, taken only once no record can go out before more write responses) fails its QP as the card model's drain does, a write response late: the QP is dead until CREATE (its records that complete a WQE complete it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start and no Terminate sent; the FPDUs written past it are never published. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -687,6 +687,9 @@ func CardTx(width int) (*Module, error) {
 		hits = append(hits, m.WireOf(fmt.Sprintf("push%d_hit", i), And(s.v, Eq(s.qp, cur), Eq(s.idx, cNext)), ""))
 	}
 	hitAny := m.WireOf("push_hit", RedOr(Cat(hits...)), "the WQE's first block was pushed")
+	pfHit := m.Wire("pf_use_hit", 1, "the WQE's first block was read ahead (card_tx_prefetch.go)")
+	pfTwo := m.Wire("pf_use_two", 1, "... and the block after it")
+	pfData := m.Wire("pf_use_data", 1024, "in txCtx: the popped QP's read-ahead entry's blocks")
 	var hitData Expr = slots[0].data
 	for i := 1; i < len(slots); i++ {
 		hitData = Sel(hits[i], slots[i].data, hitData)
@@ -752,9 +755,12 @@ func CardTx(width int) (*Module, error) {
 	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
 	wk := m.Reg("walk_mode", 1, big.NewInt(0), doWalk, goAny, "the block fetched is a WQE at SQ_CI that may be done")
 	retFl := m.WireOf("ret_or_flush", Or(ret, fl, wk), "the WQE at SQ_CI is fetched to complete it: a completion record follows")
-	usePush := m.WireOf("use_push", And(goWQE, hitAny), "")
-	pblk := m.Reg("push_blk", 512, nil, hitData, usePush, "the pushed block being taken")
-	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push")
+	usePush := m.WireOf("use_push", And(goWQE, Or(hitAny, pfHit)), "the first block is a pushed or read-ahead one")
+	// A read-ahead entry's block is taken in txCtx (its verdict, pfHit,
+	// holds from then on); a pushed block replaces it when the WQE starts.
+	pblk := m.Reg("push_blk", 1024, nil, Sel(sCtx, pfData, zext(hitData, 1024)), Or(sCtx, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
+	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push or a read ahead")
+	src2 := m.Reg("src_push_two", 1, big.NewInt(0), And(usePush, Not(hitAny), pfTwo), goAny, "... and the second one was read ahead too")
 	for i, s := range slots {
 		w := m.WireOf(fmt.Sprintf("push%d_w", i), And(pushNew, Eq(pushRR, C(pushRR.W, uint64(i)))), "")
 		clr := Or(And(usePush, hits[i]), And(create, Eq(s.qp, qpNum)))
@@ -788,23 +794,23 @@ func CardTx(width int) (*Module, error) {
 	const NBW = 7
 	wj := m.RegDecl("wb_beat", NBW, "beats of the WQE taken")
 	rdData := m.Wire("rd_tdata", W, "")
-	rdValid := m.Wire("rd_tvalid", 1, "")
+	rdValidAll := m.Wire("rd_tvalid_all", 1, "dma_rd's output beat, any tag")
+	rdValid := m.Wire("rd_tvalid", 1, "dma_rd's output beat, not a read ahead's")
 	rdErr := m.Wire("rd_terr", 1, "")
 	rdKeep := m.Wire("rd_tkeep", L, "")
 	rdLast := m.Wire("rd_tlast", 1, "")
 	rdTag := m.Wire("rd_ttag", rdCfg.TagBits, "")
 	rdBErr := m.Wire("rd_berr", 1, "a response beat of the request up to this one had an error (a payload read's fault)")
-	unused = append(unused, Bits(rdTag, rdCfg.TagBits-1, 1))
-	var pbeat Expr = pblk
-	if beatsPerBB > 1 {
-		var cands []Expr
-		for k := 0; k < beatsPerBB; k++ {
-			cands = append(cands, Bits(pblk, W*k+W-1, W*k))
-		}
-		pbeat = muxTree(selBits(wj, 0, log2(beatsPerBB)), cands)
+	var cands []Expr
+	for k := 0; k < 2*beatsPerBB; k++ {
+		cands = append(cands, Bits(pblk, W*k+W-1, W*k))
 	}
-	fromPush := m.WireOf("wb_from_push", And(sFirst, src), "")
-	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, sRest), "")
+	pbeat := muxTree(selBits(wj, 0, log2(2*beatsPerBB)), cands)
+	// A two-block WQE whose second block was read ahead too takes it from
+	// there (txHdr goes straight to txRest).
+	rest2 := m.Wire("wb_rest_ahead", 1, "the WQE's second and last block was read ahead")
+	fromPush := m.WireOf("wb_from_push", Or(And(sFirst, src), And(sRest, rest2)), "")
+	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, And(sRest, Not(rest2))), "")
 	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
 	bData := m.WireOf("wb_data", Sel(fromPush, pbeat, rdData), "")
 	m.Drive(wj, big.NewInt(0), Sel(goAny, C(NBW, 0), incr(wj)), Or(goAny, bValid))
@@ -910,7 +916,7 @@ func CardTx(width int) (*Module, error) {
 	}
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
-	wfNow := m.WireOf("wf_now", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response")
+	wfNow := m.WireOf("wf_now", Or(And(sHdr, wErr), And(restDone, Or(wErr, And(fromDMA, rdErr)))), "a read of the WQE got an error response")
 	// A new WQE's read fault fails the QP (DMA_FAULT, then QP_ERROR DMA
 	// with its Terminate); what was posted from it on goes without
 	// completions (the card model's fetchSQ). A fault of a WQE read at
@@ -934,6 +940,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), wfNow, ""))
 	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, wfNow, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
+	m.Assign(rest2, And(src2, Eq(bbs, C(4, 2))))
 	m.Drive(fIdx, nil, Sel(goAny, Sel(Or(doRet, doWalk, doFlush), cSQCI, cNext), Sel(sHdr, Add(Sel(retFl, cSQCI, cNext), C(16, 1)), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
 	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
 
@@ -988,10 +995,26 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(gfR, ga.rdFault)
 	m.Assign(gfAddr, ga.rdFaultAddr)
 	m.Drive(gfPend, big.NewInt(0), And(Not(gfEv), Or(gfPend, ga.rdFaultNew)), nil)
-	m.Assign(rdReqValid, Or(wqeRdValid, ga.rdV))
-	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, wqeAddr))
-	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, wqeLen))
-	m.Assign(rdReqTag, zext(ga.rdV, rdCfg.TagBits))
+	// Reads ahead of WQEs go when neither the gather nor the engine asks.
+	// As soon as a WQE's size is known (txHdr), the QP's next WQE is read
+	// ahead if it is posted: for a QP alone, its message's payload reads
+	// come back behind it; among many, it waits a round of the scheduler.
+	pfLoad := m.WireOf("pf_load_go", And(sHdr, live, Not(retFl), Not(wErr), Not(waitRd), bbsOK, Lt(zext(bbs, 16), avail)), "a live QP's WQE is decoded, does not wait for Reads, and its next one is posted")
+	pfNext := m.WireOf("pf_next", Add(cNext, zext(bbs, 16)), "the block its next WQE starts at")
+	pfGrant := m.Wire("pf_grant", 1, "dma_rd takes the read ahead")
+	pf := cardTxPrefetch(m, txPrefetchIn{W: W, L: L, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
+		popped: popped, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
+		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
+	m.Assign(pfHit, pf.hit)
+	m.Assign(pfTwo, pf.two)
+	m.Assign(pfData, pf.data)
+	m.Assign(rdValid, And(rdValidAll, Not(pf.beat)))
+	engReq := m.WireOf("rd_eng_req", Or(wqeRdValid, ga.rdV), "the engine or the gather asks for a read")
+	m.Assign(pfGrant, And(pf.reqV, Not(engReq), rdReqReady))
+	m.Assign(rdReqValid, Or(engReq, pf.reqV))
+	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, Sel(wqeRdValid, wqeAddr, pf.reqAddr)))
+	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, Sel(wqeRdValid, wqeLen, pf.reqLen)))
+	m.Assign(rdReqTag, Sel(ga.rdV, C(rdCfg.TagBits, 1), Sel(wqeRdValid, C(rdCfg.TagBits, 0), pf.reqTag)))
 	pValid := m.WireOf("ddp_s_valid", Sel(fromBuf, RedOr(fqq.Count), ga.outV), "")
 	pGo := m.WireOf("ddp_s_go", And(pValid, pReady), "")
 	m.Assign(fqPop, zext(And(pGo, fromBuf), cw))
@@ -1492,7 +1515,7 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch))))),
+						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, Sel(rest2, C(5, txRest), C(5, txFetch)))))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
@@ -1513,8 +1536,8 @@ func CardTx(width int) (*Module, error) {
 	m.Instantiate("u_rd", drd, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
 		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
-		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValid},
-		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
+		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValidAll},
+		Conn{"m_axis_tready", Or(And(fromDMA, Not(pf.beat)), ga.rdTake, pf.beat)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
 		Conn{"m_axis_tuser_err", rdErr}, Conn{"m_axis_tuser_berr", rdBErr})
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},

@@ -9,14 +9,16 @@
 // (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it
 // at most once, so it never overflows, and a QP sends one WQE per turn); WQE
 // fetch by DMA (dma_rd: the first basic block, then the others in one read,
-// two where they wrap the ring) or from a pushed block (4 held, matched by QP
-// and SQ index) without a DMA read; WQE decode; the inline payload through
-// ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx
-// (markers and CRC at the QP's stream offset; each FPDU's wire length is
-// computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr:
-// each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the
-// second realigned to lane 0); one record per WQE in posting order once its
-// last ring write has its write response.
+// two where they wrap the ring), from a pushed block (4 held, matched by QP
+// and SQ index), or from a read ahead (64 entries, by QP number: a QP's next
+// WQE's first one or two blocks read as soon as its current WQE's size is
+// known) without a DMA read; WQE decode; the inline payload through ddp_tx
+// (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and
+// CRC at the QP's stream offset; each FPDU's wire length is computed here as
+// it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at
+// TXS_PI modulo the ring size, in two writes where it wraps, the second
+// realigned to lane 0); one record per WQE in posting order once its last ring
+// write has its write response.
 //
 // This increment serves inline Send, Send with Invalidate (either with
 // Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -91,8 +93,8 @@
 // as the card model's CLOSED QP sends nothing). A WQE starts only when its TX
 // ring has 1024 bytes free (more than the FPDUs of 480 inline bytes take at
 // any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
-// another. One WQE is fetched and segmented at a time; framing, ring writes
-// and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+// another. One WQE is segmented at a time; framing, ring writes and
+// completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
 // there a WQE starts only once every completion before it has its verdict
 // (cpl_hold low, its own completion queue empty), so that the WQE behind one
 // whose completion overran is flushed, never sent, as in the card model; its
@@ -645,6 +647,9 @@ module card_tx_w512 (
     wire           push2_hit;
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
+    wire           pf_use_hit;               // the WQE's first block was read ahead (card_tx_prefetch.go)
+    wire           pf_use_two;               // ... and the block after it
+    wire [1023:0]  pf_use_data;              // in txCtx: the popped QP's read-ahead entry's blocks
     wire           term_silent_wait;         // the QP's record is silent and the event slot is taken: its DMA_FAULT waits
     wire           term_go;                  // send the QP's Terminate (a silent record: raise DMA_FAULT)
     wire           rsp_ready;                // the QP's oldest Read Request can be answered (dropped)
@@ -688,9 +693,10 @@ module card_tx_w512 (
     reg            flush_mode;               // the block fetched is a WQE to flush
     reg            walk_mode;                // the block fetched is a WQE at SQ_CI that may be done
     wire           ret_or_flush;             // the WQE at SQ_CI is fetched to complete it: a completion record follows
-    wire           use_push;
-    reg  [511:0]   push_blk;                 // the pushed block being taken
-    reg            src_push;                 // the first block comes from a push
+    wire           use_push;                 // the first block is a pushed or read-ahead one
+    reg  [1023:0]  push_blk;                 // the pushed block, or the read-ahead ones, being taken
+    reg            src_push;                 // the first block comes from a push or a read ahead
+    reg            src_push_two;             // ... and the second one was read ahead too
     wire           push0_w;
     wire           push1_w;
     wire           push2_w;
@@ -712,12 +718,14 @@ module card_tx_w512 (
     wire [7:0]     rd_req_tag;               // 0: WQE blocks, 1: payload
     reg  [6:0]     wb_beat;                  // beats of the WQE taken
     wire [511:0]   rd_tdata;
-    wire           rd_tvalid;
+    wire           rd_tvalid_all;            // dma_rd's output beat, any tag
+    wire           rd_tvalid;                // dma_rd's output beat, not a read ahead's
     wire           rd_terr;
     wire [63:0]    rd_tkeep;
     wire           rd_tlast;
     wire [7:0]     rd_ttag;
     wire           rd_berr;                  // a response beat of the request up to this one had an error (a payload read's fault)
+    wire           wb_rest_ahead;            // the WQE's second and last block was read ahead
     wire           wb_from_push;
     wire           wb_from_dma;
     wire           wb_valid;                 // a WQE beat is taken
@@ -907,6 +915,56 @@ module card_tx_w512 (
     reg            g_rd_fault_new;
     reg  [63:0]    g_rd_fault_addr;
     reg  [31:0]    g_rd_fault_off;
+    wire           pf_load_go;               // a live QP's WQE is decoded, does not wait for Reads, and its next one is posted
+    wire [15:0]    pf_next;                  // the block its next WQE starts at
+    wire           pf_grant;                 // dma_rd takes the read ahead
+    reg  [63:0]    pf_inflight;              // a read ahead of the entry is in flight
+    reg  [63:0]    pf_want;                  // the entry's read in flight is still wanted
+    reg  [63:0]    pf_valid;                 // the entry holds its QP's next first block
+    wire [5:0]     pf_cur_slot;
+    wire [5:0]     pf_cur_qp;
+    wire [63:0]    pf_cur_1h;
+    reg            pf_req_v;                 // a read ahead waits for dma_rd
+    wire           pf_cur_inflight;
+    wire           pf_load;                  // a read ahead of the engine's QP's next WQE is queued
+    reg  [5:0]     pf_req_slot;              // its entry
+    reg  [15:0]    pf_req_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_req_base;              // its SQ's base, bits 63:6
+    wire [15:0]    pf_posted;                // blocks posted from the next WQE on
+    wire           pf_two;
+    reg            pf_req_two;               // two blocks
+    wire [5:0]     pf_pop_slot;
+    wire [3:0]     pf_cur_hi;
+    reg  [20:0]    pf_tag_rd;                // read data of pf_tag
+    wire           pf_beat;                  // dma_rd's beat is a read ahead's
+    wire [5:0]     pf_land_slot;
+    reg            pf_land_err;              // a beat of the landing read ahead got an error response
+    wire           pf_land;                  // a read ahead's last beat
+    reg  [1:0]     pf_land_beat;             // beats of the landing read ahead taken
+    wire           pf_land_two;              // the landing read ahead is of two blocks
+    reg  [511:0]   pf_stage;                 // the read ahead's beats so far, the latest on top
+    wire [1023:0]  pf_land_blocks;           // the blocks read, the first in bits 511:0
+    wire           pf_land_ok;               // the blocks are whole
+    reg  [1023:0]  pf_data_rd;               // read data of pf_data
+    wire [5:0]     pf_landing_qp;
+    wire [63:0]    pf_landing_1h;
+    wire [63:0]    pf_load_1h;
+    wire [63:0]    pf_land_1h;
+    wire [5:0]     pf_create_slot;
+    wire [5:0]     pf_created_qp;
+    wire [63:0]    pf_created_1h;
+    wire [63:0]    pf_clear_1h;
+    wire [5:0]     pf_pop_qp;
+    wire [63:0]    pf_pop_1h;
+    reg            pf_pop_valid;             // the popped QP's entry held a block
+    wire [3:0]     pf_tag_hi;
+    wire [15:0]    pf_tag_idx;
+    wire [3:0]     pf_ctx_hi;
+    wire           pf_match;
+    reg            pf_hit;                   // the engine's QP's next WQE's first block is in its entry
+    reg            pf_hit_two;               // ... and the block after it
+    wire [63:0]    pf_req_addr;
+    wire           rd_eng_req;               // the engine or the gather asks for a read
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -1375,6 +1433,8 @@ module card_tx_w512 (
     reg  [127:0] g_sge_b1 [0:7];             // SGE store: SGE 1 of each word
     reg  [127:0] g_sge_b2 [0:7];             // SGE store: SGE 2 of each word
     reg  [127:0] g_sge_b3 [0:7];             // SGE store: SGE 3 of each word
+    reg  [20:0] pf_tag [0:63];               // per entry: {QP number's upper bits, two blocks, SQ index} of the blocks read ahead
+    reg  [1023:0] pf_data [0:63];            // per entry: the blocks read ahead
     reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
 
     assign in_state0 = eng_state == 5'h00;
@@ -9940,7 +10000,7 @@ module card_tx_w512 (
     };
     assign term_len = (16'h0004 + (term_md ? ((term_tagged ? 16'h000e : 16'h0012) + 16'h0002) : 16'h0000)) + (term_r_bytes ? 16'h001c : 16'h0000);
     assign ret_or_flush = (ret_mode | flush_mode) | walk_mode;
-    assign use_push = wqe_go & push_hit;
+    assign use_push = wqe_go & (push_hit | pf_use_hit);
     assign push0_w = push_new & (push_rr == 2'h0);
     assign push1_w = push_new & (push_rr == 2'h1);
     assign push2_w = push_new & (push_rr == 2'h2);
@@ -9970,10 +10030,10 @@ module card_tx_w512 (
     assign rd_go = rd_wqe_valid & rd_req_ready;
     assign rd_wqe_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
     assign rd_wqe_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
-    assign wb_from_push = in_state4 & src_push;
-    assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | in_state7;
+    assign wb_from_push = (in_state4 & src_push) | (in_state7 & wb_rest_ahead);
+    assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | (in_state7 & ~wb_rest_ahead);
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
-    assign wb_data = wb_from_push ? push_blk : rd_tdata;
+    assign wb_data = wb_from_push ? (wb_beat[0] ? push_blk[1023:512] : push_blk[511:0]) : rd_tdata;
     assign first_done = (wb_valid & in_state4) & (wb_beat == 7'h00);
     assign wqe_err_beat = (wb_from_dma & rd_tvalid) & rd_terr;
     assign wqe_err_blk = ((ret_or_flush ? cur_sq_ci : cur_sq_next) + {9'h000, wb_beat}) & sq_mask;
@@ -10003,12 +10063,13 @@ module card_tx_w512 (
     assign sent_full = (sent_done & ~h_inline) & ~op_mop;
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
-    assign wf_now = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
+    assign wf_now = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | (wb_from_dma & rd_terr)));
     assign wf_ev = wf_now;
     assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
     assign one_bb = h_bbs == 4'h1;
+    assign wb_rest_ahead = src_push_two & (h_bbs == 4'h2);
     assign pay_len = term_mode ? term_len : (op_read ? 16'h001c : h_inline_len);
     assign pay_words_full = {1'h0, pay_len} + 17'h0003f;
     assign pay_words = pay_words_full[16:6];
@@ -10202,10 +10263,311 @@ module card_tx_w512 (
     assign pk_fault_hit = (pk_pay_take & rd_berr) & ~g_rd_fault;
     assign gf_fault = g_rd_fault;
     assign gf_addr = g_rd_fault_addr;
-    assign rd_req_valid = rd_wqe_valid | g_req_v;
-    assign rd_req_addr = g_req_v ? g_addr : rd_wqe_addr;
-    assign rd_req_len = g_req_v ? g_rd_len[15:0] : rd_wqe_len;
-    assign rd_req_tag = {7'h00, g_req_v};
+    assign pf_load_go = (((((in_state5 & cur_live) & ~ret_or_flush) & ~wqe_rd_err) & ~wait_read) & bbs_ok) & ({12'h000, h_bbs} < avail);
+    assign pf_next = cur_sq_next + {12'h000, h_bbs};
+    assign pf_cur_slot = cur_qp[5:0];
+    assign pf_cur_qp = pf_cur_slot;
+    assign pf_cur_1h = {
+        pf_cur_qp == 6'h3f,
+        pf_cur_qp == 6'h3e,
+        pf_cur_qp == 6'h3d,
+        pf_cur_qp == 6'h3c,
+        pf_cur_qp == 6'h3b,
+        pf_cur_qp == 6'h3a,
+        pf_cur_qp == 6'h39,
+        pf_cur_qp == 6'h38,
+        pf_cur_qp == 6'h37,
+        pf_cur_qp == 6'h36,
+        pf_cur_qp == 6'h35,
+        pf_cur_qp == 6'h34,
+        pf_cur_qp == 6'h33,
+        pf_cur_qp == 6'h32,
+        pf_cur_qp == 6'h31,
+        pf_cur_qp == 6'h30,
+        pf_cur_qp == 6'h2f,
+        pf_cur_qp == 6'h2e,
+        pf_cur_qp == 6'h2d,
+        pf_cur_qp == 6'h2c,
+        pf_cur_qp == 6'h2b,
+        pf_cur_qp == 6'h2a,
+        pf_cur_qp == 6'h29,
+        pf_cur_qp == 6'h28,
+        pf_cur_qp == 6'h27,
+        pf_cur_qp == 6'h26,
+        pf_cur_qp == 6'h25,
+        pf_cur_qp == 6'h24,
+        pf_cur_qp == 6'h23,
+        pf_cur_qp == 6'h22,
+        pf_cur_qp == 6'h21,
+        pf_cur_qp == 6'h20,
+        pf_cur_qp == 6'h1f,
+        pf_cur_qp == 6'h1e,
+        pf_cur_qp == 6'h1d,
+        pf_cur_qp == 6'h1c,
+        pf_cur_qp == 6'h1b,
+        pf_cur_qp == 6'h1a,
+        pf_cur_qp == 6'h19,
+        pf_cur_qp == 6'h18,
+        pf_cur_qp == 6'h17,
+        pf_cur_qp == 6'h16,
+        pf_cur_qp == 6'h15,
+        pf_cur_qp == 6'h14,
+        pf_cur_qp == 6'h13,
+        pf_cur_qp == 6'h12,
+        pf_cur_qp == 6'h11,
+        pf_cur_qp == 6'h10,
+        pf_cur_qp == 6'h0f,
+        pf_cur_qp == 6'h0e,
+        pf_cur_qp == 6'h0d,
+        pf_cur_qp == 6'h0c,
+        pf_cur_qp == 6'h0b,
+        pf_cur_qp == 6'h0a,
+        pf_cur_qp == 6'h09,
+        pf_cur_qp == 6'h08,
+        pf_cur_qp == 6'h07,
+        pf_cur_qp == 6'h06,
+        pf_cur_qp == 6'h05,
+        pf_cur_qp == 6'h04,
+        pf_cur_qp == 6'h03,
+        pf_cur_qp == 6'h02,
+        pf_cur_qp == 6'h01,
+        pf_cur_qp == 6'h00
+    };
+    assign pf_cur_inflight = |(pf_inflight & pf_cur_1h);
+    assign pf_load = (pf_load_go & ~pf_req_v) & ~pf_cur_inflight;
+    assign pf_posted = cur_sq_pi - pf_next;
+    assign pf_two = ~(pf_posted < 16'h0002) & ((pf_next & sq_mask) != sq_mask);
+    assign pf_pop_slot = sched_rd[5:0];
+    assign pf_cur_hi = cur_qp[9:6];
+    assign pf_beat = rd_tvalid_all & rd_ttag[1];
+    assign pf_land_slot = rd_ttag[7:2];
+    assign pf_land = pf_beat & rd_tlast;
+    assign pf_land_two = pf_land_beat == 2'h1;
+    assign pf_land_blocks = pf_land_two ? {rd_tdata, pf_stage} : {
+        512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+        rd_tdata
+    };
+    assign pf_land_ok = (pf_land & ~pf_land_err) & ~rd_terr;
+    assign pf_landing_qp = pf_land_slot;
+    assign pf_landing_1h = {
+        pf_landing_qp == 6'h3f,
+        pf_landing_qp == 6'h3e,
+        pf_landing_qp == 6'h3d,
+        pf_landing_qp == 6'h3c,
+        pf_landing_qp == 6'h3b,
+        pf_landing_qp == 6'h3a,
+        pf_landing_qp == 6'h39,
+        pf_landing_qp == 6'h38,
+        pf_landing_qp == 6'h37,
+        pf_landing_qp == 6'h36,
+        pf_landing_qp == 6'h35,
+        pf_landing_qp == 6'h34,
+        pf_landing_qp == 6'h33,
+        pf_landing_qp == 6'h32,
+        pf_landing_qp == 6'h31,
+        pf_landing_qp == 6'h30,
+        pf_landing_qp == 6'h2f,
+        pf_landing_qp == 6'h2e,
+        pf_landing_qp == 6'h2d,
+        pf_landing_qp == 6'h2c,
+        pf_landing_qp == 6'h2b,
+        pf_landing_qp == 6'h2a,
+        pf_landing_qp == 6'h29,
+        pf_landing_qp == 6'h28,
+        pf_landing_qp == 6'h27,
+        pf_landing_qp == 6'h26,
+        pf_landing_qp == 6'h25,
+        pf_landing_qp == 6'h24,
+        pf_landing_qp == 6'h23,
+        pf_landing_qp == 6'h22,
+        pf_landing_qp == 6'h21,
+        pf_landing_qp == 6'h20,
+        pf_landing_qp == 6'h1f,
+        pf_landing_qp == 6'h1e,
+        pf_landing_qp == 6'h1d,
+        pf_landing_qp == 6'h1c,
+        pf_landing_qp == 6'h1b,
+        pf_landing_qp == 6'h1a,
+        pf_landing_qp == 6'h19,
+        pf_landing_qp == 6'h18,
+        pf_landing_qp == 6'h17,
+        pf_landing_qp == 6'h16,
+        pf_landing_qp == 6'h15,
+        pf_landing_qp == 6'h14,
+        pf_landing_qp == 6'h13,
+        pf_landing_qp == 6'h12,
+        pf_landing_qp == 6'h11,
+        pf_landing_qp == 6'h10,
+        pf_landing_qp == 6'h0f,
+        pf_landing_qp == 6'h0e,
+        pf_landing_qp == 6'h0d,
+        pf_landing_qp == 6'h0c,
+        pf_landing_qp == 6'h0b,
+        pf_landing_qp == 6'h0a,
+        pf_landing_qp == 6'h09,
+        pf_landing_qp == 6'h08,
+        pf_landing_qp == 6'h07,
+        pf_landing_qp == 6'h06,
+        pf_landing_qp == 6'h05,
+        pf_landing_qp == 6'h04,
+        pf_landing_qp == 6'h03,
+        pf_landing_qp == 6'h02,
+        pf_landing_qp == 6'h01,
+        pf_landing_qp == 6'h00
+    };
+    assign pf_load_1h = pf_cur_1h & {64{pf_load}};
+    assign pf_land_1h = pf_landing_1h & {64{pf_land}};
+    assign pf_create_slot = cmd_num[5:0];
+    assign pf_created_qp = pf_create_slot;
+    assign pf_created_1h = {
+        pf_created_qp == 6'h3f,
+        pf_created_qp == 6'h3e,
+        pf_created_qp == 6'h3d,
+        pf_created_qp == 6'h3c,
+        pf_created_qp == 6'h3b,
+        pf_created_qp == 6'h3a,
+        pf_created_qp == 6'h39,
+        pf_created_qp == 6'h38,
+        pf_created_qp == 6'h37,
+        pf_created_qp == 6'h36,
+        pf_created_qp == 6'h35,
+        pf_created_qp == 6'h34,
+        pf_created_qp == 6'h33,
+        pf_created_qp == 6'h32,
+        pf_created_qp == 6'h31,
+        pf_created_qp == 6'h30,
+        pf_created_qp == 6'h2f,
+        pf_created_qp == 6'h2e,
+        pf_created_qp == 6'h2d,
+        pf_created_qp == 6'h2c,
+        pf_created_qp == 6'h2b,
+        pf_created_qp == 6'h2a,
+        pf_created_qp == 6'h29,
+        pf_created_qp == 6'h28,
+        pf_created_qp == 6'h27,
+        pf_created_qp == 6'h26,
+        pf_created_qp == 6'h25,
+        pf_created_qp == 6'h24,
+        pf_created_qp == 6'h23,
+        pf_created_qp == 6'h22,
+        pf_created_qp == 6'h21,
+        pf_created_qp == 6'h20,
+        pf_created_qp == 6'h1f,
+        pf_created_qp == 6'h1e,
+        pf_created_qp == 6'h1d,
+        pf_created_qp == 6'h1c,
+        pf_created_qp == 6'h1b,
+        pf_created_qp == 6'h1a,
+        pf_created_qp == 6'h19,
+        pf_created_qp == 6'h18,
+        pf_created_qp == 6'h17,
+        pf_created_qp == 6'h16,
+        pf_created_qp == 6'h15,
+        pf_created_qp == 6'h14,
+        pf_created_qp == 6'h13,
+        pf_created_qp == 6'h12,
+        pf_created_qp == 6'h11,
+        pf_created_qp == 6'h10,
+        pf_created_qp == 6'h0f,
+        pf_created_qp == 6'h0e,
+        pf_created_qp == 6'h0d,
+        pf_created_qp == 6'h0c,
+        pf_created_qp == 6'h0b,
+        pf_created_qp == 6'h0a,
+        pf_created_qp == 6'h09,
+        pf_created_qp == 6'h08,
+        pf_created_qp == 6'h07,
+        pf_created_qp == 6'h06,
+        pf_created_qp == 6'h05,
+        pf_created_qp == 6'h04,
+        pf_created_qp == 6'h03,
+        pf_created_qp == 6'h02,
+        pf_created_qp == 6'h01,
+        pf_created_qp == 6'h00
+    };
+    assign pf_clear_1h = (pf_cur_1h & {64{wqe_go}}) | (pf_created_1h & {64{cmd_create}});
+    assign pf_pop_qp = pf_pop_slot;
+    assign pf_pop_1h = {
+        pf_pop_qp == 6'h3f,
+        pf_pop_qp == 6'h3e,
+        pf_pop_qp == 6'h3d,
+        pf_pop_qp == 6'h3c,
+        pf_pop_qp == 6'h3b,
+        pf_pop_qp == 6'h3a,
+        pf_pop_qp == 6'h39,
+        pf_pop_qp == 6'h38,
+        pf_pop_qp == 6'h37,
+        pf_pop_qp == 6'h36,
+        pf_pop_qp == 6'h35,
+        pf_pop_qp == 6'h34,
+        pf_pop_qp == 6'h33,
+        pf_pop_qp == 6'h32,
+        pf_pop_qp == 6'h31,
+        pf_pop_qp == 6'h30,
+        pf_pop_qp == 6'h2f,
+        pf_pop_qp == 6'h2e,
+        pf_pop_qp == 6'h2d,
+        pf_pop_qp == 6'h2c,
+        pf_pop_qp == 6'h2b,
+        pf_pop_qp == 6'h2a,
+        pf_pop_qp == 6'h29,
+        pf_pop_qp == 6'h28,
+        pf_pop_qp == 6'h27,
+        pf_pop_qp == 6'h26,
+        pf_pop_qp == 6'h25,
+        pf_pop_qp == 6'h24,
+        pf_pop_qp == 6'h23,
+        pf_pop_qp == 6'h22,
+        pf_pop_qp == 6'h21,
+        pf_pop_qp == 6'h20,
+        pf_pop_qp == 6'h1f,
+        pf_pop_qp == 6'h1e,
+        pf_pop_qp == 6'h1d,
+        pf_pop_qp == 6'h1c,
+        pf_pop_qp == 6'h1b,
+        pf_pop_qp == 6'h1a,
+        pf_pop_qp == 6'h19,
+        pf_pop_qp == 6'h18,
+        pf_pop_qp == 6'h17,
+        pf_pop_qp == 6'h16,
+        pf_pop_qp == 6'h15,
+        pf_pop_qp == 6'h14,
+        pf_pop_qp == 6'h13,
+        pf_pop_qp == 6'h12,
+        pf_pop_qp == 6'h11,
+        pf_pop_qp == 6'h10,
+        pf_pop_qp == 6'h0f,
+        pf_pop_qp == 6'h0e,
+        pf_pop_qp == 6'h0d,
+        pf_pop_qp == 6'h0c,
+        pf_pop_qp == 6'h0b,
+        pf_pop_qp == 6'h0a,
+        pf_pop_qp == 6'h09,
+        pf_pop_qp == 6'h08,
+        pf_pop_qp == 6'h07,
+        pf_pop_qp == 6'h06,
+        pf_pop_qp == 6'h05,
+        pf_pop_qp == 6'h04,
+        pf_pop_qp == 6'h03,
+        pf_pop_qp == 6'h02,
+        pf_pop_qp == 6'h01,
+        pf_pop_qp == 6'h00
+    };
+    assign pf_tag_hi = pf_tag_rd[20:17];
+    assign pf_tag_idx = pf_tag_rd[15:0];
+    assign pf_ctx_hi = cur_qp[9:6];
+    assign pf_match = (pf_pop_valid & (pf_tag_hi == pf_ctx_hi)) & (pf_tag_idx == eng_rd[127:112]);
+    assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
+    assign pf_use_hit = pf_hit;
+    assign pf_use_two = pf_hit_two;
+    assign pf_use_data = pf_data_rd;
+    assign rd_tvalid = rd_tvalid_all & ~pf_beat;
+    assign rd_eng_req = rd_wqe_valid | g_req_v;
+    assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
+    assign rd_req_valid = rd_eng_req | pf_req_v;
+    assign rd_req_addr = g_req_v ? g_addr : (rd_wqe_valid ? rd_wqe_addr : pf_req_addr);
+    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_two ? 16'h007f : 16'h003f));
+    assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : {pf_req_slot, 2'h2});
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
     assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
@@ -13589,7 +13951,6 @@ module card_tx_w512 (
         wqe_hdr[31:29],
         wqe_hdr[63:48],
         fetch_to_end[16:4],
-        rd_ttag[7:1],
         buf_wa_full[6:3],
         pay_words_full[5:0],
         in_state15,
@@ -14420,8 +14781,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (use_push) begin
-            push_blk <= push3_hit ? push3_data : (push2_hit ? push2_data : (push1_hit ? push1_data : push0_data));
+        if (in_state2 | (wqe_go & push_hit)) begin
+            push_blk <= in_state2 ? pf_use_data : {
+                512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+                push3_hit ? push3_data : (push2_hit ? push2_data : (push1_hit ? push1_data : push0_data))
+            };
         end
     end
 
@@ -14430,6 +14794,14 @@ module card_tx_w512 (
             src_push <= 1'h0;
         end else if (fetch_go) begin
             src_push <= use_push;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            src_push_two <= 1'h0;
+        end else if (fetch_go) begin
+            src_push_two <= (use_push & ~push_hit) & pf_use_two;
         end
     end
 
@@ -14954,6 +15326,108 @@ module card_tx_w512 (
             gf_ev_pend <= 1'h0;
         end else begin
             gf_ev_pend <= ~gf_ev & (gf_ev_pend | g_rd_fault_new);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_req_v <= 1'h0;
+        end else begin
+            pf_req_v <= pf_load | (pf_req_v & ~pf_grant);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_load) begin
+            pf_req_slot <= pf_cur_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_load) begin
+            pf_req_idx <= pf_next & sq_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_load) begin
+            pf_req_base <= cur_sq_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_load) begin
+            pf_req_two <= pf_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_land_err <= 1'h0;
+        end else if (pf_beat) begin
+            pf_land_err <= ~pf_land & (pf_land_err | rd_terr);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_land_beat <= 2'h0;
+        end else if (pf_beat) begin
+            pf_land_beat <= pf_land ? 2'h0 : (pf_land_beat + 2'h1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_beat) begin
+            pf_stage <= rd_tdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_inflight <= 64'h0000000000000000;
+        end else begin
+            pf_inflight <= pf_load_1h | (pf_inflight & ~pf_land_1h);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_want <= 64'h0000000000000000;
+        end else begin
+            pf_want <= (pf_load_1h | (pf_want & ~pf_land_1h)) & ~pf_clear_1h;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_valid <= 64'h0000000000000000;
+        end else begin
+            pf_valid <= ((pf_valid & ~pf_load_1h) | ((pf_land_1h & pf_want) & {64{pf_land_ok}})) & ~pf_clear_1h;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pop_valid <= 1'h0;
+        end else begin
+            pf_pop_valid <= |(pf_valid & pf_pop_1h);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_hit <= 1'h0;
+        end else if (in_state2) begin
+            pf_hit <= pf_match;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_hit_two <= 1'h0;
+        end else if (in_state2) begin
+            pf_hit_two <= pf_match & pf_tag_rd[16];
         end
     end
 
@@ -16175,7 +16649,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
         end
     end
 
@@ -16348,6 +16822,22 @@ module card_tx_w512 (
         end
     end
 
+    // pf_tag: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_load) begin
+            pf_tag[pf_cur_slot] <= {pf_cur_hi, pf_two, pf_next};
+        end
+        pf_tag_rd <= pf_tag[pf_pop_slot];
+    end
+
+    // pf_data: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_ok) begin
+            pf_data[pf_land_slot] <= pf_land_blocks;
+        end
+        pf_data_rd <= pf_data[pf_pop_slot];
+    end
+
     // wr_info: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (wr_req_go) begin
@@ -16366,8 +16856,8 @@ module card_tx_w512 (
         .s_req_tag(rd_req_tag),
         .m_axis_tdata(rd_tdata),
         .m_axis_tkeep(rd_tkeep),
-        .m_axis_tvalid(rd_tvalid),
-        .m_axis_tready(wb_from_dma | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)),
+        .m_axis_tvalid(rd_tvalid_all),
+        .m_axis_tready(((wb_from_dma & ~pf_beat) | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)) | pf_beat),
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),

@@ -9,14 +9,16 @@
 -- (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it
 -- at most once, so it never overflows, and a QP sends one WQE per turn); WQE
 -- fetch by DMA (dma_rd: the first basic block, then the others in one read,
--- two where they wrap the ring) or from a pushed block (4 held, matched by QP
--- and SQ index) without a DMA read; WQE decode; the inline payload through
--- ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx
--- (markers and CRC at the QP's stream offset; each FPDU's wire length is
--- computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr:
--- each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the
--- second realigned to lane 0); one record per WQE in posting order once its
--- last ring write has its write response.
+-- two where they wrap the ring), from a pushed block (4 held, matched by QP
+-- and SQ index), or from a read ahead (64 entries, by QP number: a QP's next
+-- WQE's first one or two blocks read as soon as its current WQE's size is
+-- known) without a DMA read; WQE decode; the inline payload through ddp_tx
+-- (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and
+-- CRC at the QP's stream offset; each FPDU's wire length is computed here as
+-- it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at
+-- TXS_PI modulo the ring size, in two writes where it wraps, the second
+-- realigned to lane 0); one record per WQE in posting order once its last ring
+-- write has its write response.
 --
 -- This increment serves inline Send, Send with Invalidate (either with
 -- Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -91,8 +93,8 @@
 -- as the card model's CLOSED QP sends nothing). A WQE starts only when its TX
 -- ring has 1024 bytes free (more than the FPDUs of 480 inline bytes take at
 -- any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
--- another. One WQE is fetched and segmented at a time; framing, ring writes
--- and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+-- another. One WQE is segmented at a time; framing, ring writes and
+-- completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
 -- there a WQE starts only once every completion before it has its verdict
 -- (cpl_hold low, its own completion queue empty), so that the WQE behind one
 -- whose completion overran is flushed, never sent, as in the card model; its
@@ -676,6 +678,9 @@ architecture rtl of card_tx_w64 is
     signal push2_hit : std_logic;
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
+    signal pf_use_hit : std_logic;           -- the WQE's first block was read ahead (card_tx_prefetch.go)
+    signal pf_use_two : std_logic;           -- ... and the block after it
+    signal pf_use_data : std_logic_vector(1023 downto 0); -- in txCtx: the popped QP's read-ahead entry's blocks
     signal term_silent_wait : std_logic;     -- the QP's record is silent and the event slot is taken: its DMA_FAULT waits
     signal term_go : std_logic;              -- send the QP's Terminate (a silent record: raise DMA_FAULT)
     signal rsp_ready : std_logic;            -- the QP's oldest Read Request can be answered (dropped)
@@ -719,9 +724,10 @@ architecture rtl of card_tx_w64 is
     signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
     signal walk_mode : std_logic := '0';     -- the block fetched is a WQE at SQ_CI that may be done
     signal ret_or_flush : std_logic;         -- the WQE at SQ_CI is fetched to complete it: a completion record follows
-    signal use_push : std_logic;
-    signal push_blk : std_logic_vector(511 downto 0); -- the pushed block being taken
-    signal src_push : std_logic := '0';      -- the first block comes from a push
+    signal use_push : std_logic;             -- the first block is a pushed or read-ahead one
+    signal push_blk : std_logic_vector(1023 downto 0); -- the pushed block, or the read-ahead ones, being taken
+    signal src_push : std_logic := '0';      -- the first block comes from a push or a read ahead
+    signal src_push_two : std_logic := '0';  -- ... and the second one was read ahead too
     signal push0_w : std_logic;
     signal push1_w : std_logic;
     signal push2_w : std_logic;
@@ -743,12 +749,14 @@ architecture rtl of card_tx_w64 is
     signal rd_req_tag : std_logic_vector(7 downto 0); -- 0: WQE blocks, 1: payload
     signal wb_beat : std_logic_vector(6 downto 0) := "0000000"; -- beats of the WQE taken
     signal rd_tdata : std_logic_vector(63 downto 0);
-    signal rd_tvalid : std_logic;
+    signal rd_tvalid_all : std_logic;        -- dma_rd's output beat, any tag
+    signal rd_tvalid : std_logic;            -- dma_rd's output beat, not a read ahead's
     signal rd_terr : std_logic;
     signal rd_tkeep : std_logic_vector(7 downto 0);
     signal rd_tlast : std_logic;
     signal rd_ttag : std_logic_vector(7 downto 0);
     signal rd_berr : std_logic;              -- a response beat of the request up to this one had an error (a payload read's fault)
+    signal wb_rest_ahead : std_logic;        -- the WQE's second and last block was read ahead
     signal wb_from_push : std_logic;
     signal wb_from_dma : std_logic;
     signal wb_valid : std_logic;             -- a WQE beat is taken
@@ -934,6 +942,56 @@ architecture rtl of card_tx_w64 is
     signal g_rd_fault_new : std_logic := '0';
     signal g_rd_fault_addr : std_logic_vector(63 downto 0);
     signal g_rd_fault_off : std_logic_vector(31 downto 0);
+    signal pf_load_go : std_logic;           -- a live QP's WQE is decoded, does not wait for Reads, and its next one is posted
+    signal pf_next : std_logic_vector(15 downto 0); -- the block its next WQE starts at
+    signal pf_grant : std_logic;             -- dma_rd takes the read ahead
+    signal pf_inflight : std_logic_vector(63 downto 0) := x"0000000000000000"; -- a read ahead of the entry is in flight
+    signal pf_want : std_logic_vector(63 downto 0) := x"0000000000000000"; -- the entry's read in flight is still wanted
+    signal pf_valid : std_logic_vector(63 downto 0) := x"0000000000000000"; -- the entry holds its QP's next first block
+    signal pf_cur_slot : std_logic_vector(5 downto 0);
+    signal pf_cur_qp : std_logic_vector(5 downto 0);
+    signal pf_cur_1h : std_logic_vector(63 downto 0);
+    signal pf_req_v : std_logic := '0';      -- a read ahead waits for dma_rd
+    signal pf_cur_inflight : std_logic;
+    signal pf_load : std_logic;              -- a read ahead of the engine's QP's next WQE is queued
+    signal pf_req_slot : std_logic_vector(5 downto 0); -- its entry
+    signal pf_req_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_req_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
+    signal pf_two : std_logic;
+    signal pf_req_two : std_logic;           -- two blocks
+    signal pf_pop_slot : std_logic_vector(5 downto 0);
+    signal pf_cur_hi : std_logic_vector(3 downto 0);
+    signal pf_tag_rd : std_logic_vector(20 downto 0); -- read data of pf_tag
+    signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
+    signal pf_land_slot : std_logic_vector(5 downto 0);
+    signal pf_land_err : std_logic := '0';   -- a beat of the landing read ahead got an error response
+    signal pf_land : std_logic;              -- a read ahead's last beat
+    signal pf_land_beat : std_logic_vector(4 downto 0) := "00000"; -- beats of the landing read ahead taken
+    signal pf_land_two : std_logic;          -- the landing read ahead is of two blocks
+    signal pf_stage : std_logic_vector(959 downto 0); -- the read ahead's beats so far, the latest on top
+    signal pf_land_blocks : std_logic_vector(1023 downto 0); -- the blocks read, the first in bits 511:0
+    signal pf_land_ok : std_logic;           -- the blocks are whole
+    signal pf_data_rd : std_logic_vector(1023 downto 0); -- read data of pf_data
+    signal pf_landing_qp : std_logic_vector(5 downto 0);
+    signal pf_landing_1h : std_logic_vector(63 downto 0);
+    signal pf_load_1h : std_logic_vector(63 downto 0);
+    signal pf_land_1h : std_logic_vector(63 downto 0);
+    signal pf_create_slot : std_logic_vector(5 downto 0);
+    signal pf_created_qp : std_logic_vector(5 downto 0);
+    signal pf_created_1h : std_logic_vector(63 downto 0);
+    signal pf_clear_1h : std_logic_vector(63 downto 0);
+    signal pf_pop_qp : std_logic_vector(5 downto 0);
+    signal pf_pop_1h : std_logic_vector(63 downto 0);
+    signal pf_pop_valid : std_logic := '0';  -- the popped QP's entry held a block
+    signal pf_tag_hi : std_logic_vector(3 downto 0);
+    signal pf_tag_idx : std_logic_vector(15 downto 0);
+    signal pf_ctx_hi : std_logic_vector(3 downto 0);
+    signal pf_match : std_logic;
+    signal pf_hit : std_logic := '0';        -- the engine's QP's next WQE's first block is in its entry
+    signal pf_hit_two : std_logic := '0';    -- ... and the block after it
+    signal pf_req_addr : std_logic_vector(63 downto 0);
+    signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -1413,6 +1471,10 @@ architecture rtl of card_tx_w64 is
     signal g_sge_b0 : g_sge_b0_t;            -- SGE store: word 0 of each SGE
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
+    type pf_tag_t is array (0 to 63) of std_logic_vector(20 downto 0);
+    signal pf_tag : pf_tag_t;                -- per entry: {QP number's upper bits, two blocks, SQ index} of the blocks read ahead
+    type pf_data_t is array (0 to 63) of std_logic_vector(1023 downto 0);
+    signal pf_data : pf_data_t;              -- per entry: the blocks read ahead
     type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
     signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
 begin
@@ -9979,7 +10041,7 @@ begin
     );
     term_len <= std_logic_vector(unsigned(std_logic_vector(unsigned'(x"0004") + unsigned(mux(term_md, std_logic_vector(unsigned(mux(term_tagged, x"000e", x"0012")) + unsigned'(x"0002")), x"0000")))) + unsigned(mux(term_r_bytes, x"001c", x"0000")));
     ret_or_flush <= (ret_mode or flush_mode) or walk_mode;
-    use_push <= wqe_go and push_hit;
+    use_push <= wqe_go and (push_hit or pf_use_hit);
     push0_w <= push_new and b2l(push_rr = "00");
     push1_w <= push_new and b2l(push_rr = "01");
     push2_w <= push_new and b2l(push_rr = "10");
@@ -10009,10 +10071,10 @@ begin
     rd_go <= rd_wqe_valid and rd_req_ready;
     rd_wqe_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
     rd_wqe_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
-    wb_from_push <= in_state4 and src_push;
-    wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or in_state7;
+    wb_from_push <= (in_state4 and src_push) or (in_state7 and wb_rest_ahead);
+    wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or (in_state7 and (not wb_rest_ahead));
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
-    wb_data <= mux(wb_from_push, mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(511 downto 448), push_blk(447 downto 384)), mux(wb_beat(0), push_blk(383 downto 320), push_blk(319 downto 256))), mux(wb_beat(1), mux(wb_beat(0), push_blk(255 downto 192), push_blk(191 downto 128)), mux(wb_beat(0), push_blk(127 downto 64), push_blk(63 downto 0)))), rd_tdata);
+    wb_data <= mux(wb_from_push, mux(wb_beat(3), mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(1023 downto 960), push_blk(959 downto 896)), mux(wb_beat(0), push_blk(895 downto 832), push_blk(831 downto 768))), mux(wb_beat(1), mux(wb_beat(0), push_blk(767 downto 704), push_blk(703 downto 640)), mux(wb_beat(0), push_blk(639 downto 576), push_blk(575 downto 512)))), mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(511 downto 448), push_blk(447 downto 384)), mux(wb_beat(0), push_blk(383 downto 320), push_blk(319 downto 256))), mux(wb_beat(1), mux(wb_beat(0), push_blk(255 downto 192), push_blk(191 downto 128)), mux(wb_beat(0), push_blk(127 downto 64), push_blk(63 downto 0))))), rd_tdata);
     first_done <= (wb_valid and in_state4) and b2l(wb_beat = "0000111");
     wqe_err_beat <= (wb_from_dma and rd_tvalid) and rd_terr;
     wqe_err_blk <= std_logic_vector(unsigned(mux(ret_or_flush, cur_sq_ci, cur_sq_next)) + unsigned(std_logic_vector'(x"000" & wb_beat(6 downto 3)))) and sq_mask;
@@ -10047,12 +10109,13 @@ begin
     sent_full <= (sent_done and (not h_inline)) and (not op_mop);
     wqe_beats <= std_logic_vector'(h_bbs & "000");
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
-    wf_now <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
+    wf_now <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or (wb_from_dma and rd_terr)));
     wf_ev <= wf_now;
     wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
     one_bb <= b2l(h_bbs = x"1");
+    wb_rest_ahead <= src_push_two and b2l(h_bbs = x"2");
     pay_len <= mux(term_mode, term_len, mux(op_read, x"001c", h_inline_len));
     pay_words_full <= std_logic_vector(unsigned(std_logic_vector'('0' & pay_len)) + unsigned'("00000000000000111"));
     pay_words <= pay_words_full(16 downto 3);
@@ -10182,10 +10245,311 @@ begin
     pk_fault_hit <= (pk_pay_take and rd_berr) and (not g_rd_fault);
     gf_fault <= g_rd_fault;
     gf_addr <= g_rd_fault_addr;
-    rd_req_valid <= rd_wqe_valid or g_req_v;
-    rd_req_addr <= mux(g_req_v, g_addr, rd_wqe_addr);
-    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), rd_wqe_len);
-    rd_req_tag <= std_logic_vector'("0000000" & g_req_v);
+    pf_load_go <= (((((in_state5 and cur_live) and (not ret_or_flush)) and (not wqe_rd_err)) and (not wait_read)) and bbs_ok) and b2l(unsigned(std_logic_vector'(x"000" & h_bbs)) < unsigned(avail));
+    pf_next <= std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)));
+    pf_cur_slot <= cur_qp(5 downto 0);
+    pf_cur_qp <= pf_cur_slot;
+    pf_cur_1h <= std_logic_vector'(
+        b2l(pf_cur_qp = "111111") &
+        b2l(pf_cur_qp = "111110") &
+        b2l(pf_cur_qp = "111101") &
+        b2l(pf_cur_qp = "111100") &
+        b2l(pf_cur_qp = "111011") &
+        b2l(pf_cur_qp = "111010") &
+        b2l(pf_cur_qp = "111001") &
+        b2l(pf_cur_qp = "111000") &
+        b2l(pf_cur_qp = "110111") &
+        b2l(pf_cur_qp = "110110") &
+        b2l(pf_cur_qp = "110101") &
+        b2l(pf_cur_qp = "110100") &
+        b2l(pf_cur_qp = "110011") &
+        b2l(pf_cur_qp = "110010") &
+        b2l(pf_cur_qp = "110001") &
+        b2l(pf_cur_qp = "110000") &
+        b2l(pf_cur_qp = "101111") &
+        b2l(pf_cur_qp = "101110") &
+        b2l(pf_cur_qp = "101101") &
+        b2l(pf_cur_qp = "101100") &
+        b2l(pf_cur_qp = "101011") &
+        b2l(pf_cur_qp = "101010") &
+        b2l(pf_cur_qp = "101001") &
+        b2l(pf_cur_qp = "101000") &
+        b2l(pf_cur_qp = "100111") &
+        b2l(pf_cur_qp = "100110") &
+        b2l(pf_cur_qp = "100101") &
+        b2l(pf_cur_qp = "100100") &
+        b2l(pf_cur_qp = "100011") &
+        b2l(pf_cur_qp = "100010") &
+        b2l(pf_cur_qp = "100001") &
+        b2l(pf_cur_qp = "100000") &
+        b2l(pf_cur_qp = "011111") &
+        b2l(pf_cur_qp = "011110") &
+        b2l(pf_cur_qp = "011101") &
+        b2l(pf_cur_qp = "011100") &
+        b2l(pf_cur_qp = "011011") &
+        b2l(pf_cur_qp = "011010") &
+        b2l(pf_cur_qp = "011001") &
+        b2l(pf_cur_qp = "011000") &
+        b2l(pf_cur_qp = "010111") &
+        b2l(pf_cur_qp = "010110") &
+        b2l(pf_cur_qp = "010101") &
+        b2l(pf_cur_qp = "010100") &
+        b2l(pf_cur_qp = "010011") &
+        b2l(pf_cur_qp = "010010") &
+        b2l(pf_cur_qp = "010001") &
+        b2l(pf_cur_qp = "010000") &
+        b2l(pf_cur_qp = "001111") &
+        b2l(pf_cur_qp = "001110") &
+        b2l(pf_cur_qp = "001101") &
+        b2l(pf_cur_qp = "001100") &
+        b2l(pf_cur_qp = "001011") &
+        b2l(pf_cur_qp = "001010") &
+        b2l(pf_cur_qp = "001001") &
+        b2l(pf_cur_qp = "001000") &
+        b2l(pf_cur_qp = "000111") &
+        b2l(pf_cur_qp = "000110") &
+        b2l(pf_cur_qp = "000101") &
+        b2l(pf_cur_qp = "000100") &
+        b2l(pf_cur_qp = "000011") &
+        b2l(pf_cur_qp = "000010") &
+        b2l(pf_cur_qp = "000001") &
+        b2l(pf_cur_qp = "000000")
+    );
+    pf_cur_inflight <= or (pf_inflight and pf_cur_1h);
+    pf_load <= (pf_load_go and (not pf_req_v)) and (not pf_cur_inflight);
+    pf_posted <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next));
+    pf_two <= (not b2l(unsigned(pf_posted) < unsigned'(x"0002"))) and b2l((pf_next and sq_mask) /= sq_mask);
+    pf_pop_slot <= sched_rd(5 downto 0);
+    pf_cur_hi <= cur_qp(9 downto 6);
+    pf_beat <= rd_tvalid_all and rd_ttag(1);
+    pf_land_slot <= rd_ttag(7 downto 2);
+    pf_land <= pf_beat and rd_tlast;
+    pf_land_two <= b2l(pf_land_beat = "01111");
+    pf_land_blocks <= mux(pf_land_two, std_logic_vector'(rd_tdata & pf_stage), std_logic_vector'(
+        x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+        std_logic_vector'(rd_tdata & pf_stage(959 downto 512))
+    ));
+    pf_land_ok <= (pf_land and (not pf_land_err)) and (not rd_terr);
+    pf_landing_qp <= pf_land_slot;
+    pf_landing_1h <= std_logic_vector'(
+        b2l(pf_landing_qp = "111111") &
+        b2l(pf_landing_qp = "111110") &
+        b2l(pf_landing_qp = "111101") &
+        b2l(pf_landing_qp = "111100") &
+        b2l(pf_landing_qp = "111011") &
+        b2l(pf_landing_qp = "111010") &
+        b2l(pf_landing_qp = "111001") &
+        b2l(pf_landing_qp = "111000") &
+        b2l(pf_landing_qp = "110111") &
+        b2l(pf_landing_qp = "110110") &
+        b2l(pf_landing_qp = "110101") &
+        b2l(pf_landing_qp = "110100") &
+        b2l(pf_landing_qp = "110011") &
+        b2l(pf_landing_qp = "110010") &
+        b2l(pf_landing_qp = "110001") &
+        b2l(pf_landing_qp = "110000") &
+        b2l(pf_landing_qp = "101111") &
+        b2l(pf_landing_qp = "101110") &
+        b2l(pf_landing_qp = "101101") &
+        b2l(pf_landing_qp = "101100") &
+        b2l(pf_landing_qp = "101011") &
+        b2l(pf_landing_qp = "101010") &
+        b2l(pf_landing_qp = "101001") &
+        b2l(pf_landing_qp = "101000") &
+        b2l(pf_landing_qp = "100111") &
+        b2l(pf_landing_qp = "100110") &
+        b2l(pf_landing_qp = "100101") &
+        b2l(pf_landing_qp = "100100") &
+        b2l(pf_landing_qp = "100011") &
+        b2l(pf_landing_qp = "100010") &
+        b2l(pf_landing_qp = "100001") &
+        b2l(pf_landing_qp = "100000") &
+        b2l(pf_landing_qp = "011111") &
+        b2l(pf_landing_qp = "011110") &
+        b2l(pf_landing_qp = "011101") &
+        b2l(pf_landing_qp = "011100") &
+        b2l(pf_landing_qp = "011011") &
+        b2l(pf_landing_qp = "011010") &
+        b2l(pf_landing_qp = "011001") &
+        b2l(pf_landing_qp = "011000") &
+        b2l(pf_landing_qp = "010111") &
+        b2l(pf_landing_qp = "010110") &
+        b2l(pf_landing_qp = "010101") &
+        b2l(pf_landing_qp = "010100") &
+        b2l(pf_landing_qp = "010011") &
+        b2l(pf_landing_qp = "010010") &
+        b2l(pf_landing_qp = "010001") &
+        b2l(pf_landing_qp = "010000") &
+        b2l(pf_landing_qp = "001111") &
+        b2l(pf_landing_qp = "001110") &
+        b2l(pf_landing_qp = "001101") &
+        b2l(pf_landing_qp = "001100") &
+        b2l(pf_landing_qp = "001011") &
+        b2l(pf_landing_qp = "001010") &
+        b2l(pf_landing_qp = "001001") &
+        b2l(pf_landing_qp = "001000") &
+        b2l(pf_landing_qp = "000111") &
+        b2l(pf_landing_qp = "000110") &
+        b2l(pf_landing_qp = "000101") &
+        b2l(pf_landing_qp = "000100") &
+        b2l(pf_landing_qp = "000011") &
+        b2l(pf_landing_qp = "000010") &
+        b2l(pf_landing_qp = "000001") &
+        b2l(pf_landing_qp = "000000")
+    );
+    pf_load_1h <= pf_cur_1h and std_logic_vector'(63 downto 0 => pf_load);
+    pf_land_1h <= pf_landing_1h and std_logic_vector'(63 downto 0 => pf_land);
+    pf_create_slot <= cmd_num(5 downto 0);
+    pf_created_qp <= pf_create_slot;
+    pf_created_1h <= std_logic_vector'(
+        b2l(pf_created_qp = "111111") &
+        b2l(pf_created_qp = "111110") &
+        b2l(pf_created_qp = "111101") &
+        b2l(pf_created_qp = "111100") &
+        b2l(pf_created_qp = "111011") &
+        b2l(pf_created_qp = "111010") &
+        b2l(pf_created_qp = "111001") &
+        b2l(pf_created_qp = "111000") &
+        b2l(pf_created_qp = "110111") &
+        b2l(pf_created_qp = "110110") &
+        b2l(pf_created_qp = "110101") &
+        b2l(pf_created_qp = "110100") &
+        b2l(pf_created_qp = "110011") &
+        b2l(pf_created_qp = "110010") &
+        b2l(pf_created_qp = "110001") &
+        b2l(pf_created_qp = "110000") &
+        b2l(pf_created_qp = "101111") &
+        b2l(pf_created_qp = "101110") &
+        b2l(pf_created_qp = "101101") &
+        b2l(pf_created_qp = "101100") &
+        b2l(pf_created_qp = "101011") &
+        b2l(pf_created_qp = "101010") &
+        b2l(pf_created_qp = "101001") &
+        b2l(pf_created_qp = "101000") &
+        b2l(pf_created_qp = "100111") &
+        b2l(pf_created_qp = "100110") &
+        b2l(pf_created_qp = "100101") &
+        b2l(pf_created_qp = "100100") &
+        b2l(pf_created_qp = "100011") &
+        b2l(pf_created_qp = "100010") &
+        b2l(pf_created_qp = "100001") &
+        b2l(pf_created_qp = "100000") &
+        b2l(pf_created_qp = "011111") &
+        b2l(pf_created_qp = "011110") &
+        b2l(pf_created_qp = "011101") &
+        b2l(pf_created_qp = "011100") &
+        b2l(pf_created_qp = "011011") &
+        b2l(pf_created_qp = "011010") &
+        b2l(pf_created_qp = "011001") &
+        b2l(pf_created_qp = "011000") &
+        b2l(pf_created_qp = "010111") &
+        b2l(pf_created_qp = "010110") &
+        b2l(pf_created_qp = "010101") &
+        b2l(pf_created_qp = "010100") &
+        b2l(pf_created_qp = "010011") &
+        b2l(pf_created_qp = "010010") &
+        b2l(pf_created_qp = "010001") &
+        b2l(pf_created_qp = "010000") &
+        b2l(pf_created_qp = "001111") &
+        b2l(pf_created_qp = "001110") &
+        b2l(pf_created_qp = "001101") &
+        b2l(pf_created_qp = "001100") &
+        b2l(pf_created_qp = "001011") &
+        b2l(pf_created_qp = "001010") &
+        b2l(pf_created_qp = "001001") &
+        b2l(pf_created_qp = "001000") &
+        b2l(pf_created_qp = "000111") &
+        b2l(pf_created_qp = "000110") &
+        b2l(pf_created_qp = "000101") &
+        b2l(pf_created_qp = "000100") &
+        b2l(pf_created_qp = "000011") &
+        b2l(pf_created_qp = "000010") &
+        b2l(pf_created_qp = "000001") &
+        b2l(pf_created_qp = "000000")
+    );
+    pf_clear_1h <= (pf_cur_1h and std_logic_vector'(63 downto 0 => wqe_go)) or (pf_created_1h and std_logic_vector'(63 downto 0 => cmd_create));
+    pf_pop_qp <= pf_pop_slot;
+    pf_pop_1h <= std_logic_vector'(
+        b2l(pf_pop_qp = "111111") &
+        b2l(pf_pop_qp = "111110") &
+        b2l(pf_pop_qp = "111101") &
+        b2l(pf_pop_qp = "111100") &
+        b2l(pf_pop_qp = "111011") &
+        b2l(pf_pop_qp = "111010") &
+        b2l(pf_pop_qp = "111001") &
+        b2l(pf_pop_qp = "111000") &
+        b2l(pf_pop_qp = "110111") &
+        b2l(pf_pop_qp = "110110") &
+        b2l(pf_pop_qp = "110101") &
+        b2l(pf_pop_qp = "110100") &
+        b2l(pf_pop_qp = "110011") &
+        b2l(pf_pop_qp = "110010") &
+        b2l(pf_pop_qp = "110001") &
+        b2l(pf_pop_qp = "110000") &
+        b2l(pf_pop_qp = "101111") &
+        b2l(pf_pop_qp = "101110") &
+        b2l(pf_pop_qp = "101101") &
+        b2l(pf_pop_qp = "101100") &
+        b2l(pf_pop_qp = "101011") &
+        b2l(pf_pop_qp = "101010") &
+        b2l(pf_pop_qp = "101001") &
+        b2l(pf_pop_qp = "101000") &
+        b2l(pf_pop_qp = "100111") &
+        b2l(pf_pop_qp = "100110") &
+        b2l(pf_pop_qp = "100101") &
+        b2l(pf_pop_qp = "100100") &
+        b2l(pf_pop_qp = "100011") &
+        b2l(pf_pop_qp = "100010") &
+        b2l(pf_pop_qp = "100001") &
+        b2l(pf_pop_qp = "100000") &
+        b2l(pf_pop_qp = "011111") &
+        b2l(pf_pop_qp = "011110") &
+        b2l(pf_pop_qp = "011101") &
+        b2l(pf_pop_qp = "011100") &
+        b2l(pf_pop_qp = "011011") &
+        b2l(pf_pop_qp = "011010") &
+        b2l(pf_pop_qp = "011001") &
+        b2l(pf_pop_qp = "011000") &
+        b2l(pf_pop_qp = "010111") &
+        b2l(pf_pop_qp = "010110") &
+        b2l(pf_pop_qp = "010101") &
+        b2l(pf_pop_qp = "010100") &
+        b2l(pf_pop_qp = "010011") &
+        b2l(pf_pop_qp = "010010") &
+        b2l(pf_pop_qp = "010001") &
+        b2l(pf_pop_qp = "010000") &
+        b2l(pf_pop_qp = "001111") &
+        b2l(pf_pop_qp = "001110") &
+        b2l(pf_pop_qp = "001101") &
+        b2l(pf_pop_qp = "001100") &
+        b2l(pf_pop_qp = "001011") &
+        b2l(pf_pop_qp = "001010") &
+        b2l(pf_pop_qp = "001001") &
+        b2l(pf_pop_qp = "001000") &
+        b2l(pf_pop_qp = "000111") &
+        b2l(pf_pop_qp = "000110") &
+        b2l(pf_pop_qp = "000101") &
+        b2l(pf_pop_qp = "000100") &
+        b2l(pf_pop_qp = "000011") &
+        b2l(pf_pop_qp = "000010") &
+        b2l(pf_pop_qp = "000001") &
+        b2l(pf_pop_qp = "000000")
+    );
+    pf_tag_hi <= pf_tag_rd(20 downto 17);
+    pf_tag_idx <= pf_tag_rd(15 downto 0);
+    pf_ctx_hi <= cur_qp(9 downto 6);
+    pf_match <= (pf_pop_valid and b2l(pf_tag_hi = pf_ctx_hi)) and b2l(pf_tag_idx = eng_rd(127 downto 112));
+    pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
+    pf_use_hit <= pf_hit;
+    pf_use_two <= pf_hit_two;
+    pf_use_data <= pf_data_rd;
+    rd_tvalid <= rd_tvalid_all and (not pf_beat);
+    rd_eng_req <= rd_wqe_valid or g_req_v;
+    pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
+    rd_req_valid <= rd_eng_req or pf_req_v;
+    rd_req_addr <= mux(g_req_v, g_addr, mux(rd_wqe_valid, rd_wqe_addr, pf_req_addr));
+    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_two, x"007f", x"003f")));
+    rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", std_logic_vector'(pf_req_slot & "10")));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
     fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
@@ -13565,7 +13929,6 @@ begin
         wqe_hdr(31 downto 29) &
         wqe_hdr(63 downto 48) &
         fetch_to_end(16 downto 4) &
-        rd_ttag(7 downto 1) &
         buf_wa_full(6) &
         pay_words_full(2 downto 0) &
         g_st_wa(7 downto 6) &
@@ -14760,8 +15123,11 @@ begin
     push_blk_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if use_push = '1' then
-                push_blk <= mux(push3_hit, push3_data, mux(push2_hit, push2_data, mux(push1_hit, push1_data, push0_data)));
+            if (in_state2 or (wqe_go and push_hit)) = '1' then
+                push_blk <= mux(in_state2, pf_use_data, std_logic_vector'(
+                    x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+                    mux(push3_hit, push3_data, mux(push2_hit, push2_data, mux(push1_hit, push1_data, push0_data)))
+                ));
             end if;
         end if;
     end process;
@@ -14773,6 +15139,17 @@ begin
                 src_push <= '0';
             elsif fetch_go = '1' then
                 src_push <= use_push;
+            end if;
+        end if;
+    end process;
+
+    src_push_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                src_push_two <= '0';
+            elsif fetch_go = '1' then
+                src_push_two <= (use_push and (not push_hit)) and pf_use_two;
             end if;
         end if;
     end process;
@@ -15534,6 +15911,150 @@ begin
                 gf_ev_pend <= '0';
             else
                 gf_ev_pend <= (not gf_ev) and (gf_ev_pend or g_rd_fault_new);
+            end if;
+        end if;
+    end process;
+
+    pf_req_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_req_v <= '0';
+            else
+                pf_req_v <= pf_load or (pf_req_v and (not pf_grant));
+            end if;
+        end if;
+    end process;
+
+    pf_req_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_load = '1' then
+                pf_req_slot <= pf_cur_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_req_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_load = '1' then
+                pf_req_idx <= pf_next and sq_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_req_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_load = '1' then
+                pf_req_base <= cur_sq_base;
+            end if;
+        end if;
+    end process;
+
+    pf_req_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_load = '1' then
+                pf_req_two <= pf_two;
+            end if;
+        end if;
+    end process;
+
+    pf_land_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_land_err <= '0';
+            elsif pf_beat = '1' then
+                pf_land_err <= (not pf_land) and (pf_land_err or rd_terr);
+            end if;
+        end if;
+    end process;
+
+    pf_land_beat_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_land_beat <= "00000";
+            elsif pf_beat = '1' then
+                pf_land_beat <= mux(pf_land, "00000", std_logic_vector(unsigned(pf_land_beat) + unsigned'("00001")));
+            end if;
+        end if;
+    end process;
+
+    pf_stage_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_beat = '1' then
+                pf_stage <= std_logic_vector'(rd_tdata & pf_stage(959 downto 64));
+            end if;
+        end if;
+    end process;
+
+    pf_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_inflight <= x"0000000000000000";
+            else
+                pf_inflight <= pf_load_1h or (pf_inflight and (not pf_land_1h));
+            end if;
+        end if;
+    end process;
+
+    pf_want_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_want <= x"0000000000000000";
+            else
+                pf_want <= (pf_load_1h or (pf_want and (not pf_land_1h))) and (not pf_clear_1h);
+            end if;
+        end if;
+    end process;
+
+    pf_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_valid <= x"0000000000000000";
+            else
+                pf_valid <= ((pf_valid and (not pf_load_1h)) or ((pf_land_1h and pf_want) and std_logic_vector'(63 downto 0 => pf_land_ok))) and (not pf_clear_1h);
+            end if;
+        end if;
+    end process;
+
+    pf_pop_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_valid <= '0';
+            else
+                pf_pop_valid <= or (pf_valid and pf_pop_1h);
+            end if;
+        end if;
+    end process;
+
+    pf_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_hit <= '0';
+            elsif in_state2 = '1' then
+                pf_hit <= pf_match;
+            end if;
+        end if;
+    end process;
+
+    pf_hit_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_hit_two <= '0';
+            elsif in_state2 = '1' then
+                pf_hit_two <= pf_match and pf_tag_rd(16);
             end if;
         end if;
     end process;
@@ -17523,7 +18044,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
             end if;
         end if;
     end process;
@@ -17737,6 +18258,28 @@ begin
         end if;
     end process;
 
+    -- pf_tag: synchronous write, synchronous read (block RAM)
+    pf_tag_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_load = '1' then
+                pf_tag(to_integer(unsigned(pf_cur_slot))) <= std_logic_vector'(pf_cur_hi & pf_two & pf_next);
+            end if;
+            pf_tag_rd <= pf_tag(to_integer(unsigned(pf_pop_slot)));
+        end if;
+    end process;
+
+    -- pf_data: synchronous write, synchronous read (block RAM)
+    pf_data_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_land_ok = '1' then
+                pf_data(to_integer(unsigned(pf_land_slot))) <= pf_land_blocks;
+            end if;
+            pf_data_rd <= pf_data(to_integer(unsigned(pf_pop_slot)));
+        end if;
+    end process;
+
     -- wr_info: synchronous write, synchronous read (block RAM)
     wr_info_ram : process (clk)
     begin
@@ -17759,8 +18302,8 @@ begin
             s_req_tag => rd_req_tag,
             m_axis_tdata => rd_tdata,
             m_axis_tkeep => rd_tkeep,
-            m_axis_tvalid => rd_tvalid,
-            m_axis_tready => wb_from_dma or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush)),
+            m_axis_tvalid => rd_tvalid_all,
+            m_axis_tready => ((wb_from_dma and (not pf_beat)) or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush))) or pf_beat,
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,

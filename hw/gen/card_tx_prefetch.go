@@ -1,0 +1,152 @@
+package gen
+
+import "math/big"
+
+// card_tx's WQE prefetcher. As soon as the engine knows a WQE's size
+// (txHdr) on a live QP with more posted behind it, the first block of the
+// QP's next WQE (two when two are posted and do not wrap the ring) is
+// read ahead into a prefetch entry (the QP's number modulo the entries),
+// behind whatever dma_rd already has in flight and ahead of the WQE's own
+// payload reads; the QP's next turn finds it there and starts without a
+// WQE read, as from a pushed block. The host may not change a posted block
+// before its WQE completes, and the entry is keyed by QP and SQ index, so
+// a block read ahead is the block the engine would have read when it
+// starts the WQE, which is when the card model reads it. A read ahead
+// that gets an error response is dropped without a fault: the engine
+// reads the block itself, and faults as the model does.
+
+const (
+	CardTxPrefetch = 64 // prefetch entries (one per QP number modulo 64)
+	cardTxPfTag    = 2  // dma_rd tag bit 1: a prefetch (bits 7:2 its entry)
+)
+
+// txPrefetchIn is what the prefetcher needs of card_tx.
+type txPrefetchIn struct {
+	W, L, QB int
+	load     Expr    // the engine writes its QP back with more posted than started: read ahead
+	qp       *Signal // the engine's QP
+	next     Expr    // the block the QP's next WQE starts at (16 bits)
+	pi       *Signal // the QP's SQ_PI
+	sqBase   *Signal // the QP's SQ base, bits 63:6
+	sqMask   Expr    // its size - 1, in blocks (16 bits)
+	popped   *Signal // the QP the engine pops now (its entry is read with its context)
+	ctx      *Signal // the engine reads the popped QP's context (txCtx): the entry's verdict is taken
+	ctxNext  Expr    // ... and the block its next WQE starts at
+	consume  Expr    // the engine starts a WQE of its QP: the QP's entry is used or stale
+	create   Expr    // a CREATE: the created QP's entry is dropped
+	createQP *Signal
+	reqGrant Expr    // dma_rd takes the prefetch's request this cycle
+	rdValid  *Signal // dma_rd's output beat (any tag)
+	rdTag    *Signal
+	rdData   *Signal
+	rdLast   *Signal
+	rdErr    *Signal
+}
+
+// txPrefetch is what the prefetcher gives card_tx.
+type txPrefetch struct {
+	reqV    *Signal // a prefetch read request for dma_rd
+	reqAddr Expr
+	reqLen  Expr
+	reqTag  Expr
+	beat    Expr    // dma_rd's output beat is a prefetch's: the prefetcher takes it
+	hit     *Signal // from txCtx on: the popped QP's next WQE's first block is in its entry
+	two     *Signal // ... and the block after it too
+	data    *Signal // in txCtx: the popped QP's entry's blocks (taken only with hit), byte 0 in bits 7:0
+}
+
+func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
+	const E = CardTxPrefetch
+	EB := log2(E)
+	QB := in.QB
+	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, Bits(q, EB-1, 0), "") }
+	hiOf := func(name string, q *Signal) *Signal { return m.WireOf(name, Bits(q, QB-1, EB), "") }
+	// Per entry: a read in flight (fl), still wanted (want: not used,
+	// stale or dropped since), and a block held (v). A read is issued only
+	// to an entry with none in flight, so a response lands in the entry
+	// it was issued for.
+	fl := m.RegDecl("pf_inflight", E, "a read ahead of the entry is in flight")
+	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
+	v := m.RegDecl("pf_valid", E, "the entry holds its QP's next first block")
+	curSlot := slotOf("pf_cur_slot", in.qp)
+	curHot := oneHot(m, "pf_cur", curSlot, E)
+	reqV := m.RegDecl("pf_req_v", 1, "a read ahead waits for dma_rd")
+	flCur := m.WireOf("pf_cur_inflight", RedOr(And(fl, curHot)), "")
+	load := m.WireOf("pf_load", And(in.load, Not(reqV), Not(flCur)), "a read ahead of the engine's QP's next WQE is queued")
+	m.Drive(reqV, big.NewInt(0), Or(load, And(reqV, Not(in.reqGrant))), nil)
+	reqSlot := m.Reg("pf_req_slot", EB, nil, curSlot, load, "its entry")
+	reqIdx := m.Reg("pf_req_idx", 16, nil, And(in.next, in.sqMask), load, "its SQ block (masked)")
+	reqBase := m.Reg("pf_req_base", 58, nil, in.sqBase, load, "its SQ's base, bits 63:6")
+	// Two blocks are read when two are posted and they do not wrap the
+	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
+	// with no read at all).
+	posted := m.WireOf("pf_posted", Sub(in.pi, in.next), "blocks posted from the next WQE on")
+	two := m.WireOf("pf_two", And(Not(Lt(posted, C(16, 2))), Ne(And(in.next, in.sqMask), in.sqMask)), "")
+	reqTwo := m.Reg("pf_req_two", 1, nil, two, load, "two blocks")
+	popSlot := slotOf("pf_pop_slot", in.popped)
+	// The entry's key: the QP's number above the entry bits, and the
+	// unmasked SQ index the engine will start at.
+	tags := m.Mem("pf_tag", QB-EB+17, E, load, curSlot, Cat(hiOf("pf_cur_hi", in.qp), two, in.next), nil, popSlot,
+		"per entry: {QP number's upper bits, two blocks, SQ index} of the blocks read ahead")
+	// The landing: dma_rd returns requests whole and in issue order, so
+	// a read ahead's beats come together; below 512 bits they are gathered
+	// into a block first.
+	beat := m.WireOf("pf_beat", And(in.rdValid, Bit(in.rdTag, 1)), "dma_rd's beat is a read ahead's")
+	landSlot := m.WireOf("pf_land_slot", Bits(in.rdTag, EB+1, 2), "")
+	var unused []Expr
+	if in.rdTag.W > EB+2 {
+		unused = append(unused, Bits(in.rdTag, in.rdTag.W-1, EB+2))
+	}
+	landErr := m.RegDecl("pf_land_err", 1, "a beat of the landing read ahead got an error response")
+	land := m.WireOf("pf_land", And(beat, in.rdLast), "a read ahead's last beat")
+	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
+	// The beats so far, the latest on top: at the last beat of a two-block
+	// read they are the first 1024-W bits; of a one-block read, the stage's
+	// top 512-W bits.
+	if in.W != 64 && in.W != 512 {
+		panic("gen: card_tx prefetch at 64 or 512 bits")
+	}
+	bpb := 512 / in.W
+	cnt := m.RegDecl("pf_land_beat", log2(2*bpb)+1, "beats of the landing read ahead taken")
+	m.Drive(cnt, big.NewInt(0), Sel(land, C(cnt.W, 0), incr(cnt)), beat)
+	landTwo := m.WireOf("pf_land_two", Eq(cnt, C(cnt.W, uint64(2*bpb-1))), "the landing read ahead is of two blocks")
+	stage := m.RegDecl("pf_stage", 1024-in.W, "the read ahead's beats so far, the latest on top")
+	var blk1 Expr
+	if in.W == 512 {
+		m.Drive(stage, nil, in.rdData, beat)
+		blk1 = in.rdData
+	} else {
+		m.Drive(stage, nil, Cat(in.rdData, Bits(stage, 1024-in.W-1, in.W)), beat)
+		blk1 = Cat(in.rdData, Bits(stage, 1023-in.W, 512))
+	}
+	blk := m.WireOf("pf_land_blocks", Sel(landTwo, Cat(in.rdData, stage), Cat(C(512, 0), blk1)), "the blocks read, the first in bits 511:0")
+	landOK := m.WireOf("pf_land_ok", And(land, Not(landErr), Not(in.rdErr)), "the blocks are whole")
+	data := m.Mem("pf_data", 1024, E, landOK, landSlot, blk, nil, popSlot, "per entry: the blocks read ahead")
+	landHot := oneHot(m, "pf_landing", landSlot, E)
+	loadHot := m.WireOf("pf_load_1h", And(curHot, Rep(load, E)), "")
+	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
+	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
+	// Used or stale: the entry of the QP whose WQE starts, and of a QP
+	// created (whatever QP the entry holds: at worst another QP's read
+	// ahead is lost).
+	clr := m.WireOf("pf_clear_1h", Or(And(curHot, Rep(in.consume, E)), And(createHot, Rep(in.create, E))), "")
+	m.Drive(fl, big.NewInt(0), Or(loadHot, And(fl, Not(land1h))), nil)
+	m.Drive(want, big.NewInt(0), And(Or(loadHot, And(want, Not(land1h))), Not(clr)), nil)
+	m.Drive(v, big.NewInt(0), And(Or(And(v, Not(loadHot)), And(land1h, want, Rep(landOK, E))), Not(clr)), nil)
+	// The verdict: the entry held a block when the QP was popped (an
+	// entry holding one has no read in flight, so its data read then is
+	// that block), keyed by the QP and the SQ index its next WQE starts
+	// at. It holds until the next txCtx.
+	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), RedOr(And(v, oneHot(m, "pf_pop", popSlot, E))), nil, "the popped QP's entry held a block")
+	tagHi := m.WireOf("pf_tag_hi", Bits(tags, QB-EB+16, 17), "")
+	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
+	match := m.WireOf("pf_match", And(vPop, Eq(tagHi, hiOf("pf_ctx_hi", in.qp)), Eq(tagIdx, in.ctxNext)), "")
+	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
+	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
+	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
+	if len(unused) > 0 {
+		m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
+	}
+	return txPrefetch{reqV: reqV, reqAddr: addr, reqLen: Sel(reqTwo, C(16, 127), C(16, 63)), reqTag: zext(Cat(reqSlot, C(2, cardTxPfTag)), in.rdTag.W),
+		beat: beat, hit: hit, two: hit2, data: data}
+}
