@@ -1002,7 +1002,7 @@ func CardTx(width int) (*Module, error) {
 	pfLoad := m.WireOf("pf_load_go", And(sHdr, live, Not(retFl), Not(wErr), Not(waitRd), bbsOK, Lt(zext(bbs, 16), avail)), "a live QP's WQE is decoded, does not wait for Reads, and its next one is posted")
 	pfNext := m.WireOf("pf_next", Add(cNext, zext(bbs, 16)), "the block its next WQE starts at")
 	pfGrant := m.Wire("pf_grant", 1, "dma_rd takes the read ahead")
-	pf := cardTxPrefetch(m, txPrefetchIn{W: W, L: L, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
+	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
 		popped: popped, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)

@@ -22,8 +22,8 @@ const (
 
 // txPrefetchIn is what the prefetcher needs of card_tx.
 type txPrefetchIn struct {
-	W, L, QB int
-	load     Expr    // the engine writes its QP back with more posted than started: read ahead
+	W, QB    int
+	load     Expr    // a live QP's WQE is decoded (txHdr), waits for no Read, and its QP has more posted: read ahead
 	qp       *Signal // the engine's QP
 	next     Expr    // the block the QP's next WQE starts at (16 bits)
 	pi       *Signal // the QP's SQ_PI
