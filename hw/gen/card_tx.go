@@ -115,7 +115,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring), from a pushed block (%d held, matched by QP and SQ index), or from a read ahead (%d entries, by QP number: a QP's next WQE's first one or two blocks read as soon as its current WQE's size is known) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots, CardTxPrefetch),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error completion of dma_wr, taken only once no record can go out before more write responses) fails its QP as the card model's drain does, a write response late: the QP is dead until CREATE (its records that complete a WQE complete it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start and no Terminate sent; the FPDUs written past it are never published. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does (a WQE that fails so, or is malformed, behind an outstanding Read completes after the Read, which the QP's flush completes first, with its own status). A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. A transmit ring write the host refuses (an error completion of dma_wr, taken only once no record can go out before more write responses) fails its QP as the card model's drain does, a write response late: the QP is dead until CREATE (its records that complete a WQE complete it WR_FLUSH_ERR, and none moves TXS_PI: m_cpl_keep_txs), goes to error with a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start and no Terminate sent; the FPDUs written past it are never published. A QP already in error gets a quiet silent record in place of its Terminate record (a Terminate not yet sent never is): DMA_FAULT, no second QP_ERROR. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done is taken before the flush reaches it (card_rx places nothing on a QP in error, so every Read done is of a response placed before the error, though it may reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect here (card_stat decides CLOSED: it asks m_owed whether the QP still owes a Read Response, from the pool, the engine or a record not yet taken, and reports CLOSED on s_closed, after which the QP's Read Requests are dropped with their IRD entries kept, as the card model's CLOSED QP sends nothing). A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -384,7 +384,12 @@ func CardTx(width int) (*Module, error) {
 	rfRec := m.Wire("rf_rec", termRecW+1, "a refused ring write's silent record")
 	termRd := m.Mem("term", termRecW+1, CardTxQPs, Or(evSet, rfStore), Sel(evSet, Sel(protTerm, cur, qpNum), rfQP),
 		Sel(evSet, Cat(C(1, 0), Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause))), rfRec), nil, ctxRdAddr,
-		"the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}")
+		"the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA unless quiet, nothing sent), received (nothing to send), RDMAP header (a silent record's: {quiet, address, cut}), DDP header, segment length, cause}")
+	// A received Terminate's cause, for the WQE it blames, has its own
+	// memory: a refused ring write's silent record may replace the
+	// received record before the flush reaches that WQE.
+	blameRd := m.Mem("term_blame_cause", 16, CardTxQPs, And(termNew, tmRecv), qpNum, tmCause, nil, ctxRdAddr,
+		"the cause of the Terminate each QP received")
 
 	// Static context, written by CREATE.
 	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5 + 32
@@ -737,9 +742,11 @@ func CardTx(width int) (*Module, error) {
 	tSilent := m.WireOf("cur_term_silent", Bit(cTerm, termRd.W-1), "the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut")
 	tCut := m.WireOf("cur_term_cut", Bits(tRDMA, 31, 0), "a silent record's cut: TXS_PI goes back to it")
 	tAddr := m.WireOf("cur_term_addr", Bits(tRDMA, 95, 32), "a silent record's refused address")
+	tQuiet := m.WireOf("cur_term_quiet", Bit(tRDMA, 96), "a silent record of a QP that was in error already: no QP_ERROR")
+	cBlame := m.Reg("cur_blame_cause", 16, nil, blameRd, sCtx, "the cause of the Terminate the QP received")
 	m.Assign(silentWait, And(tSilent, evV))
 	m.Assign(rfEv, And(doTerm, tSilent))
-	m.Assign(rfErrEv, And(sWB, tm, tSilent))
+	m.Assign(rfErrEv, And(sWB, tm, tSilent, Not(tQuiet)))
 	m.Assign(rfEvAddr, tAddr)
 	tPayE, tLenE := terminatePayload(m, tCause, tHdr, tSegLen, tRDMA)
 	tPay := m.WireOf("term_payload", tPayE, "the Terminate's DDP payload, byte 0 in bits 7:0")
@@ -1251,8 +1258,8 @@ func CardTx(width int) (*Module, error) {
 	doneReady := m.Wire("wr_done_ready", 1, "a completion is taken (an error one waits, below)")
 	doneGo := m.WireOf("wr_done_go", And(doneV, doneReady), "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal", "cut", "wqe"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal", "cut", "wqe", "silent"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
@@ -1287,7 +1294,7 @@ func CardTx(width int) (*Module, error) {
 	lateFl := m.WireOf("late_prot_flush", And(fl, Not(sentDone), lateCur, Eq(cSQCI, cNext), Not(dropAll)), "the flush reached the WQE that failed behind a Read: its own status")
 	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone), Not(lateFl)), "the WQE completes with WR_FLUSH_ERR")
 	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
-	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
+	blameCause := m.WireOf("blame_cause", gate(blameUsed, cBlame), "the peer's Terminate's cause, for the WQE it blames")
 	wbTXSPI := m.WireOf("wb_txs_pi", Sel(And(tm, tSilent), tCut, Sel(gfR, abCut, fOff)), "TXS_PI after the WQE: the cut when its payload read faulted, or a refused ring write's")
 	noRec := m.WireOf("no_record", And(Or(And(wk, opRead), protLate), Not(wfR)), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check (it passed card_rx's
@@ -1316,7 +1323,7 @@ func CardTx(width int) (*Module, error) {
 	// only the QP, SQ_CI unchanged and TXS_PI; never in the same cycle).
 	wbRec := []Expr{And(Or(flushErr, prot, lateFl, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, lateFl, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, wbTXSPI,
 		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv), And(gfR, abLastDrop)), Or(flushErr, rfl), Or(prot, lateFl), And(rsp, Not(rspKeep)), tm, blameCause, Or(malR, And(lateFl, lateMalCur)), gfR,
-		And(Or(flushErr, prot, lateFl, rfl, retires), Not(wfR), Not(tm), Not(rsp))}
+		And(Or(flushErr, prot, lateFl, rfl, retires), Not(wfR), Not(tm), Not(rsp)), And(tm, tSilent)}
 	recIn := make([]Expr, len(wbRec))
 	for i, e := range wbRec {
 		var pe Expr = C(cplW[i], 0)
@@ -1368,12 +1375,16 @@ func CardTx(width int) (*Module, error) {
 	// while the write's QP is looked up. From then on the QP is dead
 	// (rf_dead, until CREATE): its records go out as WR_FLUSH_ERR
 	// completions that leave TXS_PI where it is (m_cpl_keep_txs). If the
-	// QP is live with no Terminate pending, it goes to error at once
-	// (rf_store, when no command or write-back writes a state) with a
-	// silent record; its turn raises DMA_FAULT, then QP_ERROR DMA, and
-	// gives the Terminate record, with TXS_PI the cut, that closes the
-	// stream; the flush completes the rest. Later refusals of a dead QP
-	// only count.
+	// QP is live, it goes to error at once (rf_store, when no command or
+	// write-back writes a state) with a silent record; its turn raises
+	// DMA_FAULT, then QP_ERROR DMA, and gives the Terminate record, with
+	// TXS_PI the cut, that closes the stream; the flush completes the
+	// rest. A QP already in error (its Terminate pending, sent or
+	// received) gets a quiet silent record in place of its Terminate
+	// record, once the engine is not serving it: the model's drain closes
+	// the stream there too, never sends a Terminate still to go, and
+	// raises DMA_FAULT but no second QP_ERROR. Later refusals of a dead
+	// QP only count.
 	wrInfo := m.Mem("wr_info", QB+32+64, 1<<(wrCfg.TagBits-2), wrGo, wrSeq, Cat(ha[7], ha[8], wrAddrFull), nil, Bits(doneTag, wrCfg.TagBits-1, 2),
 		"per ring write in flight: {QP, its FPDU's stream offset, address}")
 	errSeen := m.RegDecl("rf_seen", 1, "an error completion was taken last cycle: its write is read from wr_info")
@@ -1392,7 +1403,7 @@ func CardTx(width int) (*Module, error) {
 	deadSet := m.Wire("rf_dead_set", 1, "")
 	dead := qpFlag("rf_dead", "a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further", C(1, 0), And(rfHot, Rep(deadSet, CardTxQPs)))
 	m.Assign(deadSet, And(rfNew, Not(RedOr(And(dead, rfHot)))))
-	rfDrop := m.Wire("rf_drop", 1, "the refused write's QP is not live, or has a Terminate pending: it is only dead")
+	rfDrop := m.Wire("rf_drop", 1, "the refused write's QP no longer exists: it is only dead")
 	m.Drive(rfV, big.NewInt(0), Or(deadSet, And(rfV, Not(rfStore), Not(rfDrop))), nil)
 	m.Drive(rfQP, nil, iQP, errSeen)
 	rfCut := m.Reg("rf_cut", 32, nil, iCut, errSeen, "")
@@ -1407,17 +1418,24 @@ func CardTx(width int) (*Module, error) {
 	rfAddr := m.Reg("rf_addr", 64, nil, Sel(RedOr(ebQ), Cat(rfHigh, Bits(rfLow, 16-BL, 0), C(BL, 0)), rfWAddr), rfNew, "")
 	m.Assign(rfStAddr, rfQP)
 	// The state read (qp_state_f at rf_qp) is a cycle old, so it is
-	// valid from the cycle after rf_new: the QP is stored only when it
-	// was live, with no Terminate pending or blaming a WQE, and no state,
-	// Terminate record or scheduler entry is written this cycle.
-	rfLive := m.WireOf("rf_live", And(rfV, Eq(qpSt.ext, C(2, txQPLive)), Not(RedOr(And(Or(termPend, blame), rfHot)))), "")
+	// valid from the cycle after rf_new and only when no state was written
+	// the cycle before (a write and a read of one address in a cycle
+	// read the old state); the record is stored when no state, Terminate
+	// record or scheduler entry is written this cycle. A QP in error is
+	// stored only while the engine is not on it: a Terminate turn
+	// would take the record it read before (term_sent).
+	stWrQ := m.Reg("rf_state_wr_q", 1, big.NewInt(0), qpSt.busy, nil, "a state was written last cycle: qp_state_f may be stale")
+	rfFresh := m.WireOf("rf_state_fresh", And(rfV, Not(stWrQ)), "")
+	rfLive := m.WireOf("rf_live", And(rfFresh, Eq(qpSt.ext, C(2, txQPLive))), "")
+	rfInErr := m.WireOf("rf_in_error", And(rfFresh, Eq(qpSt.ext, C(2, txQPError))), "")
+	engOn := m.WireOf("rf_engine_on", And(Or(pop, Not(sIdle)), Or(Eq(cur, rfQP), Eq(popped, rfQP))), "the engine serves, or takes, the refused write's QP")
 	rfQueued := m.WireOf("rf_queued", isQueued("qrfq", rfQP), "")
-	rfGo := m.WireOf("rf_go", And(rfLive, Not(qpSt.busy), Not(evSet), Or(rfQueued, Not(Or(requeue, dbEnq, errEnq)))), "")
+	rfGo := m.WireOf("rf_go", And(Or(rfLive, And(rfInErr, Not(engOn))), Not(qpSt.busy), Not(evSet), Or(rfQueued, Not(Or(requeue, dbEnq, errEnq)))), "")
 	m.Assign(rfStore, rfGo)
 	m.Assign(rfEnq, And(rfGo, Not(rfQueued)))
-	m.Assign(rfDrop, And(rfV, Not(rfLive)))
-	m.Assign(rfRec, Cat(C(1, 1), C(1, 1), zext(Cat(rfAddr, rfCut), 8*cardTxReadReqBytes), C(8*untaggedHdr+32, 0)))
-	hDead := m.WireOf("rf_head_dead", And(RedOr(And(dead, dec("qrfh", h[2]))), Not(h[12])), "the head record is a dead QP's (not its Terminate record)")
+	m.Assign(rfDrop, And(rfFresh, Not(Eq(qpSt.ext, C(2, txQPLive))), Not(Eq(qpSt.ext, C(2, txQPError)))))
+	m.Assign(rfRec, Cat(C(1, 1), C(1, 1), zext(Cat(rfInErr, rfAddr, rfCut), 8*cardTxReadReqBytes), C(8*untaggedHdr+32, 0)))
+	hDead := m.WireOf("rf_head_dead", And(RedOr(And(dead, dec("qrfh", h[2]))), Not(h[17])), "the head record is a dead QP's (not its silent record, which moves TXS_PI to the cut)")
 	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Not(rfBusy), headDone), "")
 	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
 	m.Assign(rdoValid, rdoV)
@@ -1537,7 +1555,7 @@ func CardTx(width int) (*Module, error) {
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
 		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
 		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValidAll},
-		Conn{"m_axis_tready", Or(And(fromDMA, Not(pf.beat)), ga.rdTake, pf.beat)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
+		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake, pf.beat)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
 		Conn{"m_axis_tuser_err", rdErr}, Conn{"m_axis_tuser_berr", rdBErr})
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},

@@ -73,7 +73,9 @@
 // a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first
 // refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR
 // DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start
-// and no Terminate sent; the FPDUs written past it are never published. QP
+// and no Terminate sent; the FPDUs written past it are never published. A QP
+// already in error gets a quiet silent record in place of its Terminate record
+// (a Terminate not yet sent never is): DMA_FAULT, no second QP_ERROR. QP
 // commands: CREATE takes the staged context; ERROR puts a live QP in error
 // (taken one cycle after it is offered: the QP's state is read first; a QP
 // that does not exist is left alone), after which every WQE posted and not
@@ -360,6 +362,7 @@ module card_tx_w64 (
     reg  [7:0]     term_ev_type;
     wire [401:0]   rf_rec;                   // a refused ring write's silent record
     reg  [401:0]   term_rd;                  // read data of term
+    reg  [15:0]    term_blame_cause_rd;      // read data of term_blame_cause
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
@@ -676,6 +679,8 @@ module card_tx_w64 (
     wire           cur_term_silent;          // the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut
     wire [31:0]    cur_term_cut;             // a silent record's cut: TXS_PI goes back to it
     wire [63:0]    cur_term_addr;            // a silent record's refused address
+    wire           cur_term_quiet;           // a silent record of a QP that was in error already: no QP_ERROR
+    reg  [15:0]    cur_blame_cause;          // the cause of the Terminate the QP received
     wire [7:0]     term_etype;               // layer and error type
     wire           term_no_hdrs;             // a local catastrophic, MPA or version/opcode error: no header is copied
     wire           term_md;                  // M and D: the segment length and the DDP header are copied
@@ -1191,6 +1196,7 @@ module card_tx_w64 (
     reg            cq0_mal;
     reg            cq0_cut;
     reg            cq0_wqe;
+    reg            cq0_silent;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -1208,6 +1214,7 @@ module card_tx_w64 (
     reg            cq1_mal;
     reg            cq1_cut;
     reg            cq1_wqe;
+    reg            cq1_silent;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -1225,6 +1232,7 @@ module card_tx_w64 (
     reg            cq2_mal;
     reg            cq2_cut;
     reg            cq2_wqe;
+    reg            cq2_silent;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -1242,6 +1250,7 @@ module card_tx_w64 (
     reg            cq3_mal;
     reg            cq3_cut;
     reg            cq3_wqe;
+    reg            cq3_silent;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -1259,6 +1268,7 @@ module card_tx_w64 (
     reg            cq4_mal;
     reg            cq4_cut;
     reg            cq4_wqe;
+    reg            cq4_silent;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -1276,6 +1286,7 @@ module card_tx_w64 (
     reg            cq5_mal;
     reg            cq5_cut;
     reg            cq5_wqe;
+    reg            cq5_silent;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -1293,6 +1304,7 @@ module card_tx_w64 (
     reg            cq6_mal;
     reg            cq6_cut;
     reg            cq6_wqe;
+    reg            cq6_silent;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -1310,6 +1322,7 @@ module card_tx_w64 (
     reg            cq7_mal;
     reg            cq7_cut;
     reg            cq7_wqe;
+    reg            cq7_silent;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -1341,20 +1354,24 @@ module card_tx_w64 (
     wire [63:0]    rf_info_addr;             // the write's address
     wire           rf_dead_set;
     reg  [1023:0]  rf_dead;                  // a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
-    wire           rf_drop;                  // the refused write's QP is not live, or has a Terminate pending: it is only dead
+    wire           rf_drop;                  // the refused write's QP no longer exists: it is only dead
     reg  [31:0]    rf_cut;
     reg  [63:0]    rf_write_addr;            // the refused write's address
     wire [6:0]     rf_addr_low;
     wire [46:0]    rf_addr_high;
     reg  [63:0]    rf_addr;
+    reg            rf_state_wr_q;            // a state was written last cycle: qp_state_f may be stale
+    wire           rf_state_fresh;
     wire           rf_live;
+    wire           rf_in_error;
+    wire           rf_engine_on;             // the engine serves, or takes, the refused write's QP
     wire [9:0]     qrfq_qp;
     wire [1023:0]  qrfq_1h;
     wire           rf_queued;
     wire           rf_go;
     wire [9:0]     qrfh_qp;
     wire [1023:0]  qrfh_1h;
-    wire           rf_head_dead;             // the head record is a dead QP's (not its Terminate record)
+    wire           rf_head_dead;             // the head record is a dead QP's (not its silent record, which moves TXS_PI to the cut)
     wire           cpl_load;
     reg  [9:0]     rreq_done_qpn_q;
     reg            cpl_cqe_q;
@@ -1412,7 +1429,8 @@ module card_tx_w64 (
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
     reg  [1:0] qp_state_f [0:1023];          // QP state, read for a refused ring write's QP
     reg  [1:0] qp_closed [0:1023];           // bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
-    reg  [401:0] term [0:1023];              // the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}
+    reg  [401:0] term [0:1023];              // the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA unless quiet, nothing sent), received (nothing to send), RDMAP header (a silent record's: {quiet, address, cut}), DDP header, segment length, cause}
+    reg  [15:0] term_blame_cause [0:1023];   // the cause of the Terminate each QP received
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
@@ -9923,9 +9941,10 @@ module card_tx_w64 (
     assign cur_term_silent = cur_term[401];
     assign cur_term_cut = cur_term_rdma[31:0];
     assign cur_term_addr = cur_term_rdma[95:32];
+    assign cur_term_quiet = cur_term_rdma[96];
     assign term_silent_wait = cur_term_silent & term_ev_v;
     assign rf_ev = term_go & cur_term_silent;
-    assign rf_err_ev = (in_state11 & term_mode) & cur_term_silent;
+    assign rf_err_ev = ((in_state11 & term_mode) & cur_term_silent) & ~cur_term_quiet;
     assign rf_ev_addr = cur_term_addr;
     assign term_etype = cur_term_cause[15:8];
     assign term_no_hdrs = ((((((term_etype == 8'h00) | (term_etype == 8'h10)) | (cur_term_cause[15:12] == 4'h2)) | (cur_term_cause == 16'h1104)) | (cur_term_cause == 16'h1206)) | (cur_term_cause == 16'h0205)) | (cur_term_cause == 16'h0206);
@@ -10602,7 +10621,7 @@ module card_tx_w64 (
     assign late_prot_flush = (((flush_mode & ~sent_done) & late_prot_cur) & (cur_sq_ci == cur_sq_next)) & ~wqe_fault_again;
     assign flush_err = (flush_mode & ~sent_done) & ~late_prot_flush;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
-    assign blame_cause = cur_term_cause & {16{term_blame_used}};
+    assign blame_cause = cur_blame_cause & {16{term_blame_used}};
     assign wb_txs_pi = (term_mode & cur_term_silent) ? cur_term_cut : (gf_fault ? ab_cut : f_off);
     assign no_record = ((walk_mode & op_read) | prot_late) & ~wqe_fault;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
@@ -10679,7 +10698,10 @@ module card_tx_w64 (
         rf_write_addr[28:17] + 12'h001
     } : rf_write_addr[63:17];
     assign rf_state_addr = rf_qp;
-    assign rf_live = (rf_v & (qp_state_f_rd == 2'h1)) & ~|((term_pend | term_blame) & qrf_1h);
+    assign rf_state_fresh = rf_v & ~rf_state_wr_q;
+    assign rf_live = rf_state_fresh & (qp_state_f_rd == 2'h1);
+    assign rf_in_error = rf_state_fresh & (qp_state_f_rd == 2'h2);
+    assign rf_engine_on = (sched_pop | ~in_state0) & ((cur_qp == rf_qp) | (sched_rd == rf_qp));
     assign qrfq_qp = rf_qp;
     assign qrfq_1h = {
         qrfq_qp == 10'h3ff,
@@ -11708,14 +11730,14 @@ module card_tx_w64 (
         qrfq_qp == 10'h000
     };
     assign rf_queued = |(queued & qrfq_1h);
-    assign rf_go = ((rf_live & ~qp_state_busy) & ~term_ev_set) & (rf_queued | ~((eng_requeue | db_enqueue) | err_enqueue));
+    assign rf_go = (((rf_live | (rf_in_error & ~rf_engine_on)) & ~qp_state_busy) & ~term_ev_set) & (rf_queued | ~((eng_requeue | db_enqueue) | err_enqueue));
     assign rf_store = rf_go;
     assign rf_enqueue = rf_go & ~rf_queued;
-    assign rf_drop = rf_v & ~rf_live;
+    assign rf_drop = (rf_state_fresh & ~(qp_state_f_rd == 2'h1)) & ~(qp_state_f_rd == 2'h2);
     assign rf_rec = {
         1'h1,
         1'h1,
-        {128'h00000000000000000000000000000000, {rf_addr, rf_cut}},
+        {127'h00000000000000000000000000000000, {rf_in_error, rf_addr, rf_cut}},
         176'h00000000000000000000000000000000000000000000
     };
     assign qrfh_qp = cq0_qpn;
@@ -12745,7 +12767,7 @@ module card_tx_w64 (
         qrfh_qp == 10'h001,
         qrfh_qp == 10'h000
     };
-    assign rf_head_dead = |(rf_dead & qrfh_1h) & ~cq0_term;
+    assign rf_head_dead = |(rf_dead & qrfh_1h) & ~cq0_silent;
     assign cpl_load = (((cpl_free & rreq_done_free) & |cq_count) & ~rf_busy) & cpl_head_done;
     assign m_rreq_done_valid = rreq_done_v;
     assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
@@ -14643,6 +14665,12 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        if (in_state2) begin
+            cur_blame_cause <= term_blame_cause_rd;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             rsp_mode <= 1'h0;
         end else if (fetch_go) begin
@@ -15833,6 +15861,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq0_silent <= cq0_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq1_silent : ((cq_pop == 4'h2) ? cq2_silent : ((cq_pop == 4'h3) ? cq3_silent : ((cq_pop == 4'h4) ? cq4_silent : ((cq_pop == 4'h5) ? cq5_silent : ((cq_pop == 4'h6) ? cq6_silent : ((cq_pop == 4'h7) ? cq7_silent : cq0_silent)))))));
+    end
+
+    always @(posedge clk) begin
         cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
@@ -15898,6 +15930,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq1_wqe <= cq1_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq2_wqe : ((cq_pop == 4'h2) ? cq3_wqe : ((cq_pop == 4'h3) ? cq4_wqe : ((cq_pop == 4'h4) ? cq5_wqe : ((cq_pop == 4'h5) ? cq6_wqe : ((cq_pop == 4'h6) ? cq7_wqe : cq1_wqe))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_silent <= cq1_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq2_silent : ((cq_pop == 4'h2) ? cq3_silent : ((cq_pop == 4'h3) ? cq4_silent : ((cq_pop == 4'h4) ? cq5_silent : ((cq_pop == 4'h5) ? cq6_silent : ((cq_pop == 4'h6) ? cq7_silent : cq1_silent))))));
     end
 
     always @(posedge clk) begin
@@ -15969,6 +16005,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq2_silent <= cq2_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq3_silent : ((cq_pop == 4'h2) ? cq4_silent : ((cq_pop == 4'h3) ? cq5_silent : ((cq_pop == 4'h4) ? cq6_silent : ((cq_pop == 4'h5) ? cq7_silent : cq2_silent)))));
+    end
+
+    always @(posedge clk) begin
         cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
@@ -16034,6 +16074,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq3_wqe <= cq3_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq4_wqe : ((cq_pop == 4'h2) ? cq5_wqe : ((cq_pop == 4'h3) ? cq6_wqe : ((cq_pop == 4'h4) ? cq7_wqe : cq3_wqe))));
+    end
+
+    always @(posedge clk) begin
+        cq3_silent <= cq3_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq4_silent : ((cq_pop == 4'h2) ? cq5_silent : ((cq_pop == 4'h3) ? cq6_silent : ((cq_pop == 4'h4) ? cq7_silent : cq3_silent))));
     end
 
     always @(posedge clk) begin
@@ -16105,6 +16149,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq4_silent <= cq4_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq5_silent : ((cq_pop == 4'h2) ? cq6_silent : ((cq_pop == 4'h3) ? cq7_silent : cq4_silent)));
+    end
+
+    always @(posedge clk) begin
         cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
@@ -16170,6 +16218,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq5_wqe <= cq5_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq6_wqe : ((cq_pop == 4'h2) ? cq7_wqe : cq5_wqe));
+    end
+
+    always @(posedge clk) begin
+        cq5_silent <= cq5_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq6_silent : ((cq_pop == 4'h2) ? cq7_silent : cq5_silent));
     end
 
     always @(posedge clk) begin
@@ -16241,6 +16293,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq6_silent <= cq6_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq7_silent : cq6_silent);
+    end
+
+    always @(posedge clk) begin
         cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
     end
 
@@ -16306,6 +16362,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq7_wqe <= cq7_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : cq7_wqe;
+    end
+
+    always @(posedge clk) begin
+        cq7_silent <= cq7_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : cq7_silent;
     end
 
     always @(posedge clk) begin
@@ -16383,6 +16443,14 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rf_new) begin
             rf_addr <= |rf_burst ? {rf_addr_high, rf_addr_low[5:0], 11'h000} : rf_write_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rf_state_wr_q <= 1'h0;
+        end else begin
+            rf_state_wr_q <= qp_state_busy;
         end
     end
 
@@ -16611,6 +16679,14 @@ module card_tx_w64 (
         term_rd <= term[ctx_rd_addr];
     end
 
+    // term_blame_cause: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (term_new & s_term_recv) begin
+            term_blame_cause[cmd_num] <= s_term_cause;
+        end
+        term_blame_cause_rd <= term_blame_cause[ctx_rd_addr];
+    end
+
     // ctx: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create) begin
@@ -16752,7 +16828,7 @@ module card_tx_w64 (
         .m_axis_tdata(rd_tdata),
         .m_axis_tkeep(rd_tkeep),
         .m_axis_tvalid(rd_tvalid_all),
-        .m_axis_tready(((wb_from_dma & ~pf_beat) | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)) | pf_beat),
+        .m_axis_tready((wb_from_dma | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)) | pf_beat),
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),

@@ -73,7 +73,9 @@
 -- a silent record, and its turn raises DMA_FAULT (OBJ the QP, INFO the first
 -- refused byte from dma_wr's m_done_err_burst; m_fault_write), then QP_ERROR
 -- DMA, and gives the Terminate record with TXS_PI at the refused FPDU's start
--- and no Terminate sent; the FPDUs written past it are never published. QP
+-- and no Terminate sent; the FPDUs written past it are never published. A QP
+-- already in error gets a quiet silent record in place of its Terminate record
+-- (a Terminate not yet sent never is): DMA_FAULT, no second QP_ERROR. QP
 -- commands: CREATE takes the staged context; ERROR puts a live QP in error
 -- (taken one cycle after it is offered: the QP's state is read first; a QP
 -- that does not exist is left alone), after which every WQE posted and not
@@ -391,6 +393,7 @@ architecture rtl of card_tx_w64 is
     signal term_ev_type : std_logic_vector(7 downto 0) := x"06";
     signal rf_rec : std_logic_vector(401 downto 0); -- a refused ring write's silent record
     signal term_rd : std_logic_vector(401 downto 0); -- read data of term
+    signal term_blame_cause_rd : std_logic_vector(15 downto 0); -- read data of term_blame_cause
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
@@ -707,6 +710,8 @@ architecture rtl of card_tx_w64 is
     signal cur_term_silent : std_logic;      -- the record is a refused ring write's: DMA_FAULT, then QP_ERROR DMA, the stream ends at the cut
     signal cur_term_cut : std_logic_vector(31 downto 0); -- a silent record's cut: TXS_PI goes back to it
     signal cur_term_addr : std_logic_vector(63 downto 0); -- a silent record's refused address
+    signal cur_term_quiet : std_logic;       -- a silent record of a QP that was in error already: no QP_ERROR
+    signal cur_blame_cause : std_logic_vector(15 downto 0); -- the cause of the Terminate the QP received
     signal term_etype : std_logic_vector(7 downto 0); -- layer and error type
     signal term_no_hdrs : std_logic;         -- a local catastrophic, MPA or version/opcode error: no header is copied
     signal term_md : std_logic;              -- M and D: the segment length and the DDP header are copied
@@ -1222,6 +1227,7 @@ architecture rtl of card_tx_w64 is
     signal cq0_mal : std_logic;
     signal cq0_cut : std_logic;
     signal cq0_wqe : std_logic;
+    signal cq0_silent : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -1239,6 +1245,7 @@ architecture rtl of card_tx_w64 is
     signal cq1_mal : std_logic;
     signal cq1_cut : std_logic;
     signal cq1_wqe : std_logic;
+    signal cq1_silent : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -1256,6 +1263,7 @@ architecture rtl of card_tx_w64 is
     signal cq2_mal : std_logic;
     signal cq2_cut : std_logic;
     signal cq2_wqe : std_logic;
+    signal cq2_silent : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -1273,6 +1281,7 @@ architecture rtl of card_tx_w64 is
     signal cq3_mal : std_logic;
     signal cq3_cut : std_logic;
     signal cq3_wqe : std_logic;
+    signal cq3_silent : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -1290,6 +1299,7 @@ architecture rtl of card_tx_w64 is
     signal cq4_mal : std_logic;
     signal cq4_cut : std_logic;
     signal cq4_wqe : std_logic;
+    signal cq4_silent : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -1307,6 +1317,7 @@ architecture rtl of card_tx_w64 is
     signal cq5_mal : std_logic;
     signal cq5_cut : std_logic;
     signal cq5_wqe : std_logic;
+    signal cq5_silent : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -1324,6 +1335,7 @@ architecture rtl of card_tx_w64 is
     signal cq6_mal : std_logic;
     signal cq6_cut : std_logic;
     signal cq6_wqe : std_logic;
+    signal cq6_silent : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -1341,6 +1353,7 @@ architecture rtl of card_tx_w64 is
     signal cq7_mal : std_logic;
     signal cq7_cut : std_logic;
     signal cq7_wqe : std_logic;
+    signal cq7_silent : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -1372,20 +1385,24 @@ architecture rtl of card_tx_w64 is
     signal rf_info_addr : std_logic_vector(63 downto 0); -- the write's address
     signal rf_dead_set : std_logic;
     signal rf_dead : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further
-    signal rf_drop : std_logic;              -- the refused write's QP is not live, or has a Terminate pending: it is only dead
+    signal rf_drop : std_logic;              -- the refused write's QP no longer exists: it is only dead
     signal rf_cut : std_logic_vector(31 downto 0);
     signal rf_write_addr : std_logic_vector(63 downto 0); -- the refused write's address
     signal rf_addr_low : std_logic_vector(6 downto 0);
     signal rf_addr_high : std_logic_vector(46 downto 0);
     signal rf_addr : std_logic_vector(63 downto 0);
+    signal rf_state_wr_q : std_logic := '0'; -- a state was written last cycle: qp_state_f may be stale
+    signal rf_state_fresh : std_logic;
     signal rf_live : std_logic;
+    signal rf_in_error : std_logic;
+    signal rf_engine_on : std_logic;         -- the engine serves, or takes, the refused write's QP
     signal qrfq_qp : std_logic_vector(9 downto 0);
     signal qrfq_1h : std_logic_vector(1023 downto 0);
     signal rf_queued : std_logic;
     signal rf_go : std_logic;
     signal qrfh_qp : std_logic_vector(9 downto 0);
     signal qrfh_1h : std_logic_vector(1023 downto 0);
-    signal rf_head_dead : std_logic;         -- the head record is a dead QP's (not its Terminate record)
+    signal rf_head_dead : std_logic;         -- the head record is a dead QP's (not its silent record, which moves TXS_PI to the cut)
     signal cpl_load : std_logic;
     signal rreq_done_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_cqe_q : std_logic := '0';
@@ -1448,7 +1465,9 @@ architecture rtl of card_tx_w64 is
     type qp_closed_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_closed : qp_closed_t;          -- bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
     type term_t is array (0 to 1023) of std_logic_vector(401 downto 0);
-    signal term : term_t;                    -- the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA, nothing sent), received (nothing to send), RDMAP header (a silent record's: {address, cut}), DDP header, segment length, cause}
+    signal term : term_t;                    -- the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA unless quiet, nothing sent), received (nothing to send), RDMAP header (a silent record's: {quiet, address, cut}), DDP header, segment length, cause}
+    type term_blame_cause_t is array (0 to 1023) of std_logic_vector(15 downto 0);
+    signal term_blame_cause : term_blame_cause_t; -- the cause of the Terminate each QP received
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(58 downto 0);
@@ -9973,9 +9992,10 @@ begin
     cur_term_silent <= cur_term(401);
     cur_term_cut <= cur_term_rdma(31 downto 0);
     cur_term_addr <= cur_term_rdma(95 downto 32);
+    cur_term_quiet <= cur_term_rdma(96);
     term_silent_wait <= cur_term_silent and term_ev_v;
     rf_ev <= term_go and cur_term_silent;
-    rf_err_ev <= (in_state11 and term_mode) and cur_term_silent;
+    rf_err_ev <= ((in_state11 and term_mode) and cur_term_silent) and (not cur_term_quiet);
     rf_ev_addr <= cur_term_addr;
     term_etype <= cur_term_cause(15 downto 8);
     term_no_hdrs <= (((((b2l(term_etype = x"00") or b2l(term_etype = x"10")) or b2l(cur_term_cause(15 downto 12) = x"2")) or b2l(cur_term_cause = x"1104")) or b2l(cur_term_cause = x"1206")) or b2l(cur_term_cause = x"0205")) or b2l(cur_term_cause = x"0206");
@@ -10659,7 +10679,7 @@ begin
     late_prot_flush <= (((flush_mode and (not sent_done)) and late_prot_cur) and b2l(cur_sq_ci = cur_sq_next)) and (not wqe_fault_again);
     flush_err <= (flush_mode and (not sent_done)) and (not late_prot_flush);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
-    blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
+    blame_cause <= cur_blame_cause and std_logic_vector'(15 downto 0 => term_blame_used);
     wb_txs_pi <= mux(term_mode and cur_term_silent, cur_term_cut, mux(gf_fault, ab_cut, f_off));
     no_record <= ((walk_mode and op_read) or prot_late) and (not wqe_fault);
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
@@ -10738,7 +10758,10 @@ begin
         std_logic_vector(unsigned(rf_write_addr(28 downto 17)) + unsigned'(x"001"))
     ), rf_write_addr(63 downto 17));
     rf_state_addr <= rf_qp;
-    rf_live <= (rf_v and b2l(qp_state_f_rd = "01")) and (not (or ((term_pend or term_blame) and qrf_1h)));
+    rf_state_fresh <= rf_v and (not rf_state_wr_q);
+    rf_live <= rf_state_fresh and b2l(qp_state_f_rd = "01");
+    rf_in_error <= rf_state_fresh and b2l(qp_state_f_rd = "10");
+    rf_engine_on <= (sched_pop or (not in_state0)) and (b2l(cur_qp = rf_qp) or b2l(sched_rd = rf_qp));
     qrfq_qp <= rf_qp;
     qrfq_1h <= std_logic_vector'(
         b2l(qrfq_qp = "1111111111") &
@@ -11767,16 +11790,14 @@ begin
         b2l(qrfq_qp = "0000000000")
     );
     rf_queued <= or (queued and qrfq_1h);
-    rf_go <= ((rf_live and (not qp_state_busy)) and (not term_ev_set)) and (rf_queued or (not ((eng_requeue or db_enqueue) or err_enqueue)));
+    rf_go <= (((rf_live or (rf_in_error and (not rf_engine_on))) and (not qp_state_busy)) and (not term_ev_set)) and (rf_queued or (not ((eng_requeue or db_enqueue) or err_enqueue)));
     rf_store <= rf_go;
     rf_enqueue <= rf_go and (not rf_queued);
-    rf_drop <= rf_v and (not rf_live);
-    rf_rec <= std_logic_vector'(
-        '1' &
-        '1' &
-        std_logic_vector'(x"00000000000000000000000000000000" & std_logic_vector'(rf_addr & rf_cut)) &
-        x"00000000000000000000000000000000000000000000"
-    );
+    rf_drop <= (rf_state_fresh and (not b2l(qp_state_f_rd = "01"))) and (not b2l(qp_state_f_rd = "10"));
+    rf_rec <= std_logic_vector'('1' & '1' & std_logic_vector'(
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+        std_logic_vector'(rf_in_error & rf_addr & rf_cut)
+    ) & x"00000000000000000000000000000000000000000000");
     qrfh_qp <= cq0_qpn;
     qrfh_1h <= std_logic_vector'(
         b2l(qrfh_qp = "1111111111") &
@@ -12804,7 +12825,7 @@ begin
         b2l(qrfh_qp = "0000000001") &
         b2l(qrfh_qp = "0000000000")
     );
-    rf_head_dead <= (or (rf_dead and qrfh_1h)) and (not cq0_term);
+    rf_head_dead <= (or (rf_dead and qrfh_1h)) and (not cq0_silent);
     cpl_load <= (((cpl_free and rreq_done_free) and (or cq_count)) and (not rf_busy)) and cpl_head_done;
     m_rreq_done_valid <= rreq_done_v;
     m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
@@ -15043,6 +15064,15 @@ begin
         end if;
     end process;
 
+    cur_blame_cause_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_blame_cause <= term_blame_cause_rd;
+            end if;
+        end if;
+    end process;
+
     rsp_mode_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -16854,6 +16884,13 @@ begin
         end if;
     end process;
 
+    cq0_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_silent <= mux(cq0_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq1_silent, mux(b2l(cq_pop = x"2"), cq2_silent, mux(b2l(cq_pop = x"3"), cq3_silent, mux(b2l(cq_pop = x"4"), cq4_silent, mux(b2l(cq_pop = x"5"), cq5_silent, mux(b2l(cq_pop = x"6"), cq6_silent, mux(b2l(cq_pop = x"7"), cq7_silent, cq0_silent))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -16970,6 +17007,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_wqe <= mux(cq1_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq2_wqe, mux(b2l(cq_pop = x"2"), cq3_wqe, mux(b2l(cq_pop = x"3"), cq4_wqe, mux(b2l(cq_pop = x"4"), cq5_wqe, mux(b2l(cq_pop = x"5"), cq6_wqe, mux(b2l(cq_pop = x"6"), cq7_wqe, cq1_wqe)))))));
+        end if;
+    end process;
+
+    cq1_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_silent <= mux(cq1_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq2_silent, mux(b2l(cq_pop = x"2"), cq3_silent, mux(b2l(cq_pop = x"3"), cq4_silent, mux(b2l(cq_pop = x"4"), cq5_silent, mux(b2l(cq_pop = x"5"), cq6_silent, mux(b2l(cq_pop = x"6"), cq7_silent, cq1_silent)))))));
         end if;
     end process;
 
@@ -17092,6 +17136,13 @@ begin
         end if;
     end process;
 
+    cq2_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_silent <= mux(cq2_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq3_silent, mux(b2l(cq_pop = x"2"), cq4_silent, mux(b2l(cq_pop = x"3"), cq5_silent, mux(b2l(cq_pop = x"4"), cq6_silent, mux(b2l(cq_pop = x"5"), cq7_silent, cq2_silent))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -17208,6 +17259,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_wqe <= mux(cq3_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq4_wqe, mux(b2l(cq_pop = x"2"), cq5_wqe, mux(b2l(cq_pop = x"3"), cq6_wqe, mux(b2l(cq_pop = x"4"), cq7_wqe, cq3_wqe)))));
+        end if;
+    end process;
+
+    cq3_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_silent <= mux(cq3_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq4_silent, mux(b2l(cq_pop = x"2"), cq5_silent, mux(b2l(cq_pop = x"3"), cq6_silent, mux(b2l(cq_pop = x"4"), cq7_silent, cq3_silent)))));
         end if;
     end process;
 
@@ -17330,6 +17388,13 @@ begin
         end if;
     end process;
 
+    cq4_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_silent <= mux(cq4_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq5_silent, mux(b2l(cq_pop = x"2"), cq6_silent, mux(b2l(cq_pop = x"3"), cq7_silent, cq4_silent))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -17446,6 +17511,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_wqe <= mux(cq5_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq6_wqe, mux(b2l(cq_pop = x"2"), cq7_wqe, cq5_wqe)));
+        end if;
+    end process;
+
+    cq5_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_silent <= mux(cq5_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq6_silent, mux(b2l(cq_pop = x"2"), cq7_silent, cq5_silent)));
         end if;
     end process;
 
@@ -17568,6 +17640,13 @@ begin
         end if;
     end process;
 
+    cq6_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_silent <= mux(cq6_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq7_silent, cq6_silent));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -17687,6 +17766,13 @@ begin
         end if;
     end process;
 
+    cq7_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_silent <= mux(cq7_push, mux(pub_go, '0', term_mode and cur_term_silent), cq7_silent);
+        end if;
+    end process;
+
     fp_out_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -17794,6 +17880,17 @@ begin
         if rising_edge(clk) then
             if rf_new = '1' then
                 rf_addr <= mux(or rf_burst, std_logic_vector'(rf_addr_high & rf_addr_low(5 downto 0) & "00000000000"), rf_write_addr);
+            end if;
+        end if;
+    end process;
+
+    rf_state_wr_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rf_state_wr_q <= '0';
+            else
+                rf_state_wr_q <= qp_state_busy;
             end if;
         end if;
     end process;
@@ -18107,6 +18204,17 @@ begin
         end if;
     end process;
 
+    -- term_blame_cause: synchronous write, synchronous read (block RAM)
+    term_blame_cause_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (term_new and s_term_recv) = '1' then
+                term_blame_cause(to_integer(unsigned(cmd_num))) <= s_term_cause;
+            end if;
+            term_blame_cause_rd <= term_blame_cause(to_integer(unsigned(ctx_rd_addr)));
+        end if;
+    end process;
+
     -- ctx: synchronous write, synchronous read (block RAM)
     ctx_ram : process (clk)
     begin
@@ -18303,7 +18411,7 @@ begin
             m_axis_tdata => rd_tdata,
             m_axis_tkeep => rd_tkeep,
             m_axis_tvalid => rd_tvalid_all,
-            m_axis_tready => ((wb_from_dma and (not pf_beat)) or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush))) or pf_beat,
+            m_axis_tready => (wb_from_dma or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush))) or pf_beat,
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,

@@ -673,6 +673,25 @@ func (b *wcBench) writeFaulted(q *wcQP, addr uint64, n uint32) []cs.EQEType {
 	return b.faulted(q, addr, n, true)
 }
 
+// ringFaultBench is the bench of the transmit ring fault tests: two QPs,
+// the first with two pages of ring, write responses 250 to 500 cycles
+// late, after two rounds of traffic.
+func ringFaultBench(t *testing.T, w int) (*wcBench, uint64) {
+	seed := seedFor(t.Name())
+	timing := wcTiming
+	timing.Timing.WriteLatency, timing.Timing.WriteJitter = 250, 250
+	b := newWCBench(t, w, seed, timing, 2, func(i int, q *wcQP) {
+		if i == 0 {
+			q.sqLog, q.txsLog = 6, 13 // two pages of ring
+		}
+	})
+	for round := 0; round < 2; round++ {
+		b.round(round)
+	}
+	b.compare()
+	return b, seed
+}
+
 // TestCardCosimTxRingFault: a page of a transmit stream ring the host
 // refuses to let the card write fails its QP as it fails the card
 // model's: DMA_FAULT (OBJ the QP, INFO the first refused byte, a write)
@@ -686,18 +705,7 @@ func (b *wcBench) writeFaulted(q *wcQP, addr uint64, n uint32) []cs.EQEType {
 func TestCardCosimTxRingFault(t *testing.T) {
 	for _, w := range gen.CardTopWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			seed := seedFor(t.Name())
-			timing := wcTiming
-			timing.Timing.WriteLatency, timing.Timing.WriteJitter = 250, 250
-			b := newWCBench(t, w, seed, timing, 2, func(i int, q *wcQP) {
-				if i == 0 {
-					q.sqLog, q.txsLog = 6, 13 // two pages of ring
-				}
-			})
-			for round := 0; round < 2; round++ {
-				b.round(round)
-			}
-			b.compare()
+			b, seed := ringFaultBench(t, w)
 			q, o := b.qps[0], b.qps[1]
 			r := b.rng
 			ring := uint32(1) << q.txsLog
@@ -757,6 +765,84 @@ func TestCardCosimTxRingFault(t *testing.T) {
 				seed, base+uint64(page), dist, pi, q.posted-posted, flushed, st.TXSPI(), past)
 			b.goesOn(o)
 		})
+	}
+}
+
+// TestCardCosimTermRingFault: a QP already in error whose Terminate the
+// host refuses to let the card write to its transmit stream ring (the
+// page TXS_PI is in) fails as the card model's drain does: DMA_FAULT
+// (OBJ the QP, INFO the Terminate's first byte, a write) after the
+// TERM_SENT, no second QP_ERROR, TXS_PI left at the Terminate's start
+// with TX_CLOSED, and the WQEs posted later flushed. The QP went to
+// error for a peer's segment that failed its STag check ("peer") or for
+// its own WQE's failed lkey check ("lkey"). Write responses come 250 to
+// 500 cycles late. The other QP goes on.
+func TestCardCosimTermRingFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		for _, why := range []string{"peer", "lkey"} {
+			t.Run(fmt.Sprint(w, "/", why), func(t *testing.T) {
+				b, seed := ringFaultBench(t, w)
+				q, o := b.qps[0], b.qps[1]
+				ring := uint32(1) << q.txsLog
+				base := wcTXS + uint64(q.n)<<16
+				pi := b.rtlStat(q.n).TXSPI()
+				b.refusePage(base + uint64(pi&(ring-1)&^4095))
+				b.rf = map[uint32]bool{q.n: true}
+				evs0 := len(b.rWrite[wcKey{"eqe", 0}])
+				want := cs.WCStatusSuccess
+				if why == "peer" {
+					b.peerBad(q, 4) // a tagged Write to an STag of another key
+				} else {
+					wqe := make([]byte, cs.BB)
+					h := cs.WQE(wqe)
+					h.SetOpcode(cs.WQEOpcodeRDMAWrite)
+					h.SetSignaled(true)
+					h.SetBBS(1)
+					h.SetNSGE(1)
+					h.SetWRID(0xbad_1eef)
+					e := cs.SGE(wqe[cs.WQEHdr:])
+					e.SetAddr(wcSrc + uint64(q.n)<<16)
+					e.SetLength(100)
+					e.SetLKey(uint32(q.src[0]) ^ 0x5a)
+					b.postWQE(q, wqe)
+					b.ring(q)
+					want = cs.WCStatusLocProtErr
+				}
+				b.runModel()
+				b.runRTL(5_000_000)
+				b.compare()
+				at := base + uint64(pi&(ring-1))
+				b.faultNamed(q, at, 1, true)
+				var evs []string
+				for _, e := range b.rWrite[wcKey{"eqe", 0}][evs0:] {
+					if ev := cs.EQE(e); ev.Obj() == q.n {
+						evs = append(evs, fmt.Sprintf("%v %#x", ev.Type(), ev.Info()))
+					}
+				}
+				require.Equal(t, []string{"TERM_SENT 0x0", fmt.Sprintf("DMA_FAULT %#x", uint32(at))}, evs, "seed %d: QP %d's events", seed, q.n)
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d: QP %d", seed, q.n)
+				require.True(t, st.TXClosed(), "seed %d: TX_CLOSED", seed)
+				require.Equal(t, pi, st.TXSPI(), "seed %d: TXS_PI moved past the refused Terminate", seed)
+				if want != cs.WCStatusSuccess {
+					var got []cs.WCStatus
+					for _, c := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+						if e := cs.CQE(c); e.QPN() == uint16(q.n) && e.WRID() == 0xbad_1eef {
+							got = append(got, e.Status())
+						}
+					}
+					require.Equal(t, []cs.WCStatus{want}, got, "seed %d: the failed WQE's completion", seed)
+				}
+				for k := 0; k < 2; k++ {
+					b.post(q) // flushed
+				}
+				b.ring(q)
+				b.runModel()
+				b.runRTL(3_000_000)
+				b.compare()
+				b.goesOn(o)
+			})
+		}
 	}
 }
 
