@@ -120,16 +120,22 @@ func (e *RecordError) Is(target error) bool { return target == ErrCorrupt }
 // DMA_FAULT_* registers.
 type DMAFaultError struct {
 	Addr  uint64 // DMA_FAULT_ADDR
-	QPN   uint32 // the QP it served, 0 for the card's own queues
-	Resp  uint8  // AXI response (2 SLVERR, 3 DECERR)
+	QPN   uint32 // the QP it served, 0 for the card's own queues (or unknown: Low32)
+	Resp  uint8  // AXI response (2 SLVERR, 3 DECERR; 0 unknown: Low32)
 	Write bool
 	Count uint8 // faults seen (saturating)
+	// Low32: only Addr's bits 31:0 (an event's INFO) and the direction
+	// are known; DMA_FAULT_* held a later fault when the event was read.
+	Low32 bool
 }
 
 func (e *DMAFaultError) Error() string {
 	dir := "read"
 	if e.Write {
 		dir = "write"
+	}
+	if e.Low32 {
+		return fmt.Sprintf("rnic: DMA fault: %s of an address whose bits 31:0 are %#08x got an error response (DMA_FAULT_* held a later fault)", dir, uint32(e.Addr))
 	}
 	who := "the card's own queues"
 	if e.QPN != 0 {

@@ -174,7 +174,7 @@ func (c *Card) faultOf(lo uint32) *DMAFaultError {
 	if f := c.readFault(); uint32(f.Addr) == lo {
 		return f
 	}
-	return &DMAFaultError{Addr: uint64(lo), Write: true}
+	return &DMAFaultError{Addr: uint64(lo), Write: true, Low32: true}
 }
 
 // dmaFault reads the DMA_FAULT_* registers and ends what the fault hit.

@@ -502,6 +502,18 @@ func TestCQError(t *testing.T) {
 	<-x.qp.Done()
 	require.ErrorIs(t, x.qp.Err(), ErrDMAFault)
 
+	// DMA_FAULT_* hold a later fault: the CQ's error says what the event
+	// alone knows (the address's low word), not another fault's QP.
+	cq2, err := x.c.CreateCQ(8)
+	require.NoError(t, err)
+	cqn2 := cq2.(*cq).cqn
+	x.f.eqe(cs.EQETypeCQError, cqn2, 0x1234_5000, nil)
+	_, err = cq2.Wait(context.Background())
+	var ce *CQError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, &DMAFaultError{Addr: 0x1234_5000, Write: true, Low32: true}, ce.Fault)
+	require.Contains(t, err.Error(), "bits 31:0 are 0x12345000")
+
 	// A CQ_ERROR for a CQ that does not exist is a corrupt event.
 	for len(x.c.Events()) > 0 {
 		<-x.c.Events()
