@@ -140,7 +140,7 @@ func CardTx(width int) (*Module, error) {
 
 	dbValid := m.Input("s_db_valid", 1, "a doorbell (card_regs m_db)")
 	dbReady := m.Output("s_db_ready", 1, "")
-	dbKind := m.Input("s_db_kind", 3, "DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect")
+	dbKind := m.Input("s_db_kind", 3, "DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act, and QP_DB_STREAM with RX_LOST (no WQE or Read Response of the QP starts until its ERROR comes on s_end); others are taken without effect")
 	dbIndex := m.Input("s_db_index", QB, "QP number")
 	dbValue := m.Input("s_db_value", 32, "the value written")
 	dbPushOK := m.Input("s_db_push_ok", 1, "QP_DB_PUSH: s_db_push_data holds the whole block")
@@ -540,6 +540,14 @@ func CardTx(width int) (*Module, error) {
 	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
 	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD, dRR, dEnd), "")
 	dbEnq := m.WireOf("db_enqueue", And(dbFire, acts, Not(isQueued("qdb", dQP))), "")
+	// STREAM with RX_LOST comes here in BAR0 order, before any SQ_PI
+	// written after it; the ERROR it becomes comes later, through
+	// card_stat (s_end, after a status write's response). Until then no
+	// WQE and no Read Response of the QP starts: the card model puts the
+	// QP in error at the STREAM write and flushes what is posted after.
+	lostDB := m.WireOf("db_rx_lost", And(dbFire, Eq(dKind, C(3, 5)), Bit(dVal, 1)), "a STREAM doorbell with RX_LOST takes effect")
+	lostFlag := qpFlag("rx_lost", "the QP's stream was lost (STREAM.RX_LOST): nothing starts until its ERROR", C(1, 0), And(dec("qlost", dQP), Rep(lostDB, CardTxQPs)))
+	lostCur := m.WireOf("rx_lost_cur", RedOr(And(lostFlag, curHot)), "the engine's QP's stream was lost")
 	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
@@ -705,11 +713,11 @@ func CardTx(width int) (*Module, error) {
 	// (the model's errorStep), then drops and flushes.
 	silentWait := m.Wire("term_silent_wait", 1, "the QP's record is silent and the event slot is taken: its DMA_FAULT waits")
 	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur, Not(silentWait)), "send the QP's Terminate (a silent record: raise DMA_FAULT)")
-	rspReady := m.WireOf("rsp_ready", And(sDecide, rrPend, Not(doTerm), Or(inErr, cClosed, And(live, Not(doRet), Not(doWalk), room))), "the QP's oldest Read Request can be answered (dropped)")
+	rspReady := m.WireOf("rsp_ready", And(sDecide, rrPend, Not(doTerm), Or(inErr, cClosed, And(live, Not(lostCur), Not(doRet), Not(doWalk), room))), "the QP's oldest Read Request can be answered (dropped)")
 	// A live QP's Read Response waits for the event slot as a WQE does:
 	// its source check may fail (TERM_SENT).
 	doRsp := m.WireOf("rsp_go", And(rspReady, Or(inErr, cClosed, Not(evV))), "answer (drop) the QP's oldest Read Request")
-	wqeReady := m.WireOf("wqe_ready", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE can start")
+	wqeReady := m.WireOf("wqe_ready", And(sDecide, live, Not(lostCur), Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE can start")
 	// A WQE on a tight CQ (card_cq's cq_tight) starts only once every
 	// completion before it has its verdict (written, or lost to an
 	// overrun whose QPs are then in error), as in the card model, which

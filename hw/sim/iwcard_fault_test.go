@@ -846,6 +846,46 @@ func TestCardCosimTermRingFault(t *testing.T) {
 	}
 }
 
+// TestCardCosimLostThenPost: WQEs posted right after their QP's
+// STREAM.RX_LOST are flushed, never sent, as in the card model, which
+// puts the QP in error at the STREAM write. The RX_LOST reaches card_tx
+// twice: as the STREAM doorbell, in BAR0 order before the SQ_PI written
+// after it, which stops the QP's new work, and later as card_stat's
+// stream-end record, released after its status write's response (250 to
+// 500 cycles late here), which puts the QP in error. The other QP goes on.
+func TestCardCosimLostThenPost(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			b, seed := ringFaultBench(t, w)
+			q, o := b.qps[0], b.qps[1]
+			tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBStream, 1<<cs.QPDBStreamRXLostShift)
+			var ids []uint64
+			for i := 0; i < 3; i++ {
+				wqe := inlineSend(0x10057+uint64(i), 40)
+				ids = append(ids, cs.WQE(wqe).WRID())
+				b.postWQE(q, wqe)
+			}
+			b.ring(q)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d", seed, q.n)
+			got := map[uint64]cs.WCStatus{}
+			for _, c := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+				if e := cs.CQE(c); e.QPN() == uint16(q.n) {
+					got[e.WRID()] = e.Status()
+				}
+			}
+			for _, id := range ids {
+				require.Equal(t, cs.WCStatusWRFlushErr, got[id], "seed %d: WQE %#x", seed, id)
+			}
+			require.Equal(t, tx, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), "seed %d: stream bytes after RX_LOST", seed)
+			b.goesOn(o)
+		})
+	}
+}
+
 // TestCardCosimCQEFault: a page of a CQ the host refuses to let the card
 // write puts that CQ in error as it does the card model's: CQ_ERROR (OBJ
 // the CQ, INFO the CQE's address), the CQE named in DMA_FAULT_* (its QP,
