@@ -90,6 +90,9 @@ func TestCardTxStreamEnd(t *testing.T) {
 						ends++
 					}
 					b.w32(cs.QPDBBase+q.cfg.Num*cs.QPDBStride+cs.QPDBStream, v)
+					// As in the top: the STREAM doorbell in order with the
+					// doorbells after it, the stream-end record later.
+					b.rtl.Doorbell(CardTxDoorbell{Kind: uint32(cs.DBKindQPDBStream), QPN: q.cfg.Num, Value: v})
 					b.rtl.StreamEnd(CardTxEnd{QPN: q.cfg.Num, Lost: lost})
 					ended[q] = true
 				}
