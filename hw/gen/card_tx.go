@@ -432,7 +432,13 @@ func CardTx(width int) (*Module, error) {
 	fPushQP := m.Wire("sched_push_qp", QB, "")
 	popped := m.Mem("sched", QB, CardTxQPs, fPush, Bits(fTail, QB-1, 0), fPushQP, nil, Bits(fHead, QB-1, 0), "QPs with work, in turn")
 	cplRoom := m.Wire("cpl_room", 1, "the completion queue can take a WQE")
-	pop := m.WireOf("sched_pop", And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), "the engine takes the next QP")
+	// The write-back pops the next QP itself (no idle cycle between two
+	// turns) when no command or Terminate record waits for the engine to
+	// be idle and the completion queue keeps a slot for the next WQE
+	// beside the write-back's own record.
+	cplRoomWB := m.Wire("cpl_room_wb", 1, "the completion queue has two slots free")
+	wbPop := m.WireOf("sched_pop_wb", And(sWB, Not(fEmpty), Not(qpValid), Not(tmValid), cplRoomWB), "the write-back takes the next QP")
+	pop := m.WireOf("sched_pop", Or(And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), wbPop), "the engine takes the next QP")
 	m.Drive(fHead, big.NewInt(0), incr(fHead), pop)
 	m.Drive(fTail, big.NewInt(0), incr(fTail), fPush)
 	queued := m.RegDecl("queued", CardTxQPs, "the QP is in the scheduler FIFO")
@@ -1351,6 +1357,7 @@ func CardTx(width int) (*Module, error) {
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	m.Assign(pubSlot, Lt(cq.Count, C(ccw, CardTxCplDepth-1)))
+	m.Assign(cplRoomWB, pubSlot)
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
@@ -1555,6 +1562,7 @@ func CardTx(width int) (*Module, error) {
 	}
 	next = Sel(sRsp, C(5, txRspLd), Sel(sRspLd, Sel(rspDrop, C(5, txWB), rspNext), Sel(sRspSge, C(5, txChk), next)))
 	next = Sel(sMop, Sel(mopDone, C(5, txWB), C(5, txMop)), next)
+	next = Sel(sWB, Sel(pop, C(5, txPop), C(5, txIdle)), next)
 	next = Sel(stIs(txFault), Sel(Or(evV, gfPend), C(5, txFault), C(5, txWB)), next)
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 

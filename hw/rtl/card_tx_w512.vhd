@@ -413,6 +413,8 @@ architecture rtl of card_tx_w512 is
     signal sched_push_qp : std_logic_vector(9 downto 0);
     signal sched_rd : std_logic_vector(9 downto 0); -- read data of sched
     signal cpl_room : std_logic;             -- the completion queue can take a WQE
+    signal cpl_room_wb : std_logic;          -- the completion queue has two slots free
+    signal sched_pop_wb : std_logic;         -- the write-back takes the next QP
     signal sched_pop : std_logic;            -- the engine takes the next QP
     signal queued : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP is in the scheduler FIFO
     signal qclr_qp : std_logic_vector(9 downto 0);
@@ -1568,7 +1570,8 @@ begin
     m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, mux(rf_ev, rf_ev_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go))));
     m_fault_write <= rf_ev or (((term_fault_go and (not wf_ev)) and (not gf_ev)) and s_term_fault_write);
     sched_empty <= b2l(sched_head = sched_tail);
-    sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
+    sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and cpl_room_wb;
+    sched_pop <= (((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room) or sched_pop_wb;
     qclr_qp <= sched_rd;
     qclr_1h <= std_logic_vector'(
         b2l(qclr_qp = "1111111111") &
@@ -11850,6 +11853,7 @@ begin
     cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"7");
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     pub_slot <= b2l(unsigned(cq_count) < unsigned'(x"7"));
+    cpl_room_wb <= pub_slot;
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
     wr_done_last <= wr_done_go and wr_done_tag(0);
@@ -19274,7 +19278,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;

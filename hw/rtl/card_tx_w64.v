@@ -382,6 +382,8 @@ module card_tx_w64 (
     wire [9:0]     sched_push_qp;
     reg  [9:0]     sched_rd;                 // read data of sched
     wire           cpl_room;                 // the completion queue can take a WQE
+    wire           cpl_room_wb;              // the completion queue has two slots free
+    wire           sched_pop_wb;             // the write-back takes the next QP
     wire           sched_pop;                // the engine takes the next QP
     reg  [1023:0]  queued;                   // the QP is in the scheduler FIFO
     wire [9:0]     qclr_qp;
@@ -1506,7 +1508,8 @@ module card_tx_w64 (
     assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (rf_ev ? rf_ev_addr : (s_term_fault_addr & {64{term_fault_go}})));
     assign m_fault_write = rf_ev | (((term_fault_go & ~wf_ev) & ~gf_ev) & s_term_fault_write);
     assign sched_empty = sched_head == sched_tail;
-    assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
+    assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & cpl_room_wb;
+    assign sched_pop = (((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room) | sched_pop_wb;
     assign qclr_qp = sched_rd;
     assign qclr_1h = {
         qclr_qp == 10'h3ff,
@@ -11711,6 +11714,7 @@ module card_tx_w64 (
     assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h7);
     assign cpl_room = cq_count < 4'h8;
     assign pub_slot = cq_count < 4'h7;
+    assign cpl_room_wb = pub_slot;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
     assign wr_done_last = wr_done_go & wr_done_tag[0];
@@ -17674,7 +17678,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 
