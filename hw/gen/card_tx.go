@@ -436,8 +436,8 @@ func CardTx(width int) (*Module, error) {
 	// turns) when no command or Terminate record waits for the engine to
 	// be idle and the completion queue keeps a slot for the next WQE
 	// beside the write-back's own record.
-	cplRoomWB := m.Wire("cpl_room_wb", 1, "the completion queue has two slots free")
-	wbPop := m.WireOf("sched_pop_wb", And(sWB, Not(fEmpty), Not(qpValid), Not(tmValid), cplRoomWB), "the write-back takes the next QP")
+	pubSlot := m.Wire("pub_slot", 1, "the completion queue has two slots free")
+	wbPop := m.WireOf("sched_pop_wb", And(sWB, Not(fEmpty), Not(qpValid), Not(tmValid), pubSlot), "the write-back takes the next QP")
 	pop := m.WireOf("sched_pop", Or(And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), wbPop), "the engine takes the next QP")
 	m.Drive(fHead, big.NewInt(0), incr(fHead), pop)
 	m.Drive(fTail, big.NewInt(0), incr(fTail), fPush)
@@ -532,6 +532,7 @@ func CardTx(width int) (*Module, error) {
 	oldPI := m.WireOf("db_old_pi", Bits(dbsA, 15, 0), "")
 	oldCI := m.WireOf("db_old_ci", Bits(dbsA, 47, 16), "")
 	isRD := m.WireOf("db_is_rdone", Eq(dKind, C(3, 7)), "")
+	isStream := m.WireOf("db_is_stream", Eq(dKind, C(3, 5)), "")
 	oldRC := m.WireOf("db_old_rc", Bits(dbsA, 52, 48), "")
 	newRC := m.WireOf("db_new_rc", Sel(isRD, incr(oldRC), oldRC), "Read dones received (modulo 32)")
 	oldRR := m.WireOf("db_old_rr", Bits(dbsA, 57, 53), "")
@@ -551,7 +552,7 @@ func CardTx(width int) (*Module, error) {
 	// card_stat (s_end, after a status write's response). Until then no
 	// WQE and no Read Response of the QP starts: the card model puts the
 	// QP in error at the STREAM write and flushes what is posted after.
-	lostDB := m.WireOf("db_rx_lost", And(dbFire, Eq(dKind, C(3, 5)), Bit(dVal, 1)), "a STREAM doorbell with RX_LOST takes effect")
+	lostDB := m.WireOf("db_rx_lost", And(dbFire, isStream, Bit(dVal, 1)), "a STREAM doorbell with RX_LOST takes effect")
 	lostFlag := qpFlag("rx_lost", "the QP's stream was lost (STREAM.RX_LOST): nothing starts until its ERROR", C(1, 0), And(dec("qlost", dQP), Rep(lostDB, CardTxQPs)))
 	lostCur := m.WireOf("rx_lost_cur", RedOr(And(lostFlag, curHot)), "the engine's QP's stream was lost")
 	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
@@ -1087,7 +1088,6 @@ func CardTx(width int) (*Module, error) {
 	// A progress record leaves the completion queue's last slot to the
 	// write-back's record of its WQE (the engine took the WQE with a slot
 	// free): the write-back never finds the queue full.
-	pubSlot := m.Wire("pub_slot", 1, "the completion queue has two slots free")
 	pubRoom := m.WireOf("pub_room", And(pubSlot, Not(sWB)), "the completion queue takes a progress record now")
 	abDrop := m.Wire("ab_drop", 1, "the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)")
 	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits, Or(Not(pubFP), pubRoom))), "")
@@ -1357,7 +1357,6 @@ func CardTx(width int) (*Module, error) {
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	m.Assign(pubSlot, Lt(cq.Count, C(ccw, CardTxCplDepth-1)))
-	m.Assign(cplRoomWB, pubSlot)
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")

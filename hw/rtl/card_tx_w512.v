@@ -382,7 +382,7 @@ module card_tx_w512 (
     wire [9:0]     sched_push_qp;
     reg  [9:0]     sched_rd;                 // read data of sched
     wire           cpl_room;                 // the completion queue can take a WQE
-    wire           cpl_room_wb;              // the completion queue has two slots free
+    wire           pub_slot;                 // the completion queue has two slots free
     wire           sched_pop_wb;             // the write-back takes the next QP
     wire           sched_pop;                // the engine takes the next QP
     reg  [1023:0]  queued;                   // the QP is in the scheduler FIFO
@@ -550,6 +550,7 @@ module card_tx_w512 (
     wire [15:0]    db_old_pi;
     wire [31:0]    db_old_ci;
     wire           db_is_rdone;
+    wire           db_is_stream;
     wire [4:0]     db_old_rc;
     wire [4:0]     db_new_rc;                // Read dones received (modulo 32)
     wire [4:0]     db_old_rr;
@@ -996,7 +997,6 @@ module card_tx_w512 (
     wire           rec_room;
     wire           ring_fits;                // the ring has room for the FPDU entering mpa_tx
     wire           pub_fpdu;                 // the FPDU entering mpa_tx gets a progress record
-    wire           pub_slot;                 // the completion queue has two slots free
     wire           pub_room;                 // the completion queue takes a progress record now
     wire           ab_drop;                  // the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)
     wire           h_gate;
@@ -1517,7 +1517,7 @@ module card_tx_w512 (
     assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (rf_ev ? rf_ev_addr : (s_term_fault_addr & {64{term_fault_go}})));
     assign m_fault_write = rf_ev | (((term_fault_go & ~wf_ev) & ~gf_ev) & s_term_fault_write);
     assign sched_empty = sched_head == sched_tail;
-    assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & cpl_room_wb;
+    assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & pub_slot;
     assign sched_pop = (((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room) | sched_pop_wb;
     assign qclr_qp = sched_rd;
     assign qclr_1h = {
@@ -6775,6 +6775,7 @@ module card_tx_w512 (
     assign db_old_pi = dbs_a_rd[15:0];
     assign db_old_ci = dbs_a_rd[47:16];
     assign db_is_rdone = db_kind_q == 3'h7;
+    assign db_is_stream = db_kind_q == 3'h5;
     assign db_old_rc = dbs_a_rd[52:48];
     assign db_new_rc = db_is_rdone ? (db_old_rc + 5'h01) : db_old_rc;
     assign db_old_rr = dbs_a_rd[57:53];
@@ -7835,7 +7836,7 @@ module card_tx_w512 (
         qdb_qp == 10'h000
     };
     assign db_enqueue = (db_fire & db_acts) & ~|(queued & qdb_1h);
-    assign db_rx_lost = (db_fire & (db_kind_q == 3'h5)) & db_value_q[1];
+    assign db_rx_lost = (db_fire & db_is_stream) & db_value_q[1];
     assign qlost_qp = db_qp;
     assign qlost_1h = {
         qlost_qp == 10'h3ff,
@@ -11795,7 +11796,6 @@ module card_tx_w512 (
     assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h7);
     assign cpl_room = cq_count < 4'h8;
     assign pub_slot = cq_count < 4'h7;
-    assign cpl_room_wb = pub_slot;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
     assign wr_done_last = wr_done_go & wr_done_tag[0];

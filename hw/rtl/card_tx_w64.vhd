@@ -413,7 +413,7 @@ architecture rtl of card_tx_w64 is
     signal sched_push_qp : std_logic_vector(9 downto 0);
     signal sched_rd : std_logic_vector(9 downto 0); -- read data of sched
     signal cpl_room : std_logic;             -- the completion queue can take a WQE
-    signal cpl_room_wb : std_logic;          -- the completion queue has two slots free
+    signal pub_slot : std_logic;             -- the completion queue has two slots free
     signal sched_pop_wb : std_logic;         -- the write-back takes the next QP
     signal sched_pop : std_logic;            -- the engine takes the next QP
     signal queued : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP is in the scheduler FIFO
@@ -581,6 +581,7 @@ architecture rtl of card_tx_w64 is
     signal db_old_pi : std_logic_vector(15 downto 0);
     signal db_old_ci : std_logic_vector(31 downto 0);
     signal db_is_rdone : std_logic;
+    signal db_is_stream : std_logic;
     signal db_old_rc : std_logic_vector(4 downto 0);
     signal db_new_rc : std_logic_vector(4 downto 0); -- Read dones received (modulo 32)
     signal db_old_rr : std_logic_vector(4 downto 0);
@@ -1023,7 +1024,6 @@ architecture rtl of card_tx_w64 is
     signal rec_room : std_logic;
     signal ring_fits : std_logic;            -- the ring has room for the FPDU entering mpa_tx
     signal pub_fpdu : std_logic;             -- the FPDU entering mpa_tx gets a progress record
-    signal pub_slot : std_logic;             -- the completion queue has two slots free
     signal pub_room : std_logic;             -- the completion queue takes a progress record now
     signal ab_drop : std_logic;              -- the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)
     signal h_gate : std_logic;
@@ -1559,7 +1559,7 @@ begin
     m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, mux(rf_ev, rf_ev_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go))));
     m_fault_write <= rf_ev or (((term_fault_go and (not wf_ev)) and (not gf_ev)) and s_term_fault_write);
     sched_empty <= b2l(sched_head = sched_tail);
-    sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and cpl_room_wb;
+    sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and pub_slot;
     sched_pop <= (((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room) or sched_pop_wb;
     qclr_qp <= sched_rd;
     qclr_1h <= std_logic_vector'(
@@ -6817,6 +6817,7 @@ begin
     db_old_pi <= dbs_a_rd(15 downto 0);
     db_old_ci <= dbs_a_rd(47 downto 16);
     db_is_rdone <= b2l(db_kind_q = "111");
+    db_is_stream <= b2l(db_kind_q = "101");
     db_old_rc <= dbs_a_rd(52 downto 48);
     db_new_rc <= mux(db_is_rdone, std_logic_vector(unsigned(db_old_rc) + unsigned'("00001")), db_old_rc);
     db_old_rr <= dbs_a_rd(57 downto 53);
@@ -7877,7 +7878,7 @@ begin
         b2l(qdb_qp = "0000000000")
     );
     db_enqueue <= (db_fire and db_acts) and (not (or (queued and qdb_1h)));
-    db_rx_lost <= (db_fire and b2l(db_kind_q = "101")) and db_value_q(1);
+    db_rx_lost <= (db_fire and db_is_stream) and db_value_q(1);
     qlost_qp <= db_qp;
     qlost_1h <= std_logic_vector'(
         b2l(qlost_qp = "1111111111") &
@@ -11772,7 +11773,6 @@ begin
     cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"7");
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     pub_slot <= b2l(unsigned(cq_count) < unsigned'(x"7"));
-    cpl_room_wb <= pub_slot;
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
     wr_done_last <= wr_done_go and wr_done_tag(0);

@@ -246,19 +246,8 @@ func BenchmarkCardTxWriteThroughput(b *testing.B) {
 				lkey := uint32(mem.MakeSTag(1, 7))
 				wrID, seen, given, payload := uint64(0), 0, uint64(0), 0
 				post := func() {
-					blk := make([]byte, cs.BB)
-					h := cs.WQE(blk)
-					h.SetOpcode(cs.WQEOpcodeRDMAWrite)
-					h.SetSignaled(true)
-					h.SetBBS(1)
-					h.SetNSGE(1)
 					wrID++
-					h.SetWRID(wrID)
-					h.SetRKey(0x1234)
-					sg := cs.SGE(blk[cs.WQEHdr:])
-					sg.SetAddr(e.Base + uint64(wrID%8)*uint64(size))
-					sg.SetLength(uint32(size))
-					sg.SetLKey(lkey)
+					blk := oneSGEWrite(true, wrID, 0, 0x1234, e.Base+uint64(wrID%8)*uint64(size), uint32(size), lkey)
 					s.Mem.Write(q.cfg.SQBase+uint64(q.pi&(1<<q.cfg.SQLog-1))*cs.BB, blk)
 					q.pi++
 					q.posted++

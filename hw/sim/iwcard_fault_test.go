@@ -724,20 +724,9 @@ func TestCardCosimTxRingFault(t *testing.T) {
 			posted := q.posted
 			for sent := 0; sent < dist+6000; {
 				n := 500 + r.IntN(1000)
-				wqe := make([]byte, cs.BB)
-				h := cs.WQE(wqe)
-				h.SetOpcode(cs.WQEOpcodeRDMAWrite)
-				h.SetSignaled(r.Chance(2))
-				h.SetBBS(1)
-				h.SetNSGE(1)
-				h.SetWRID(r.Uint64())
-				h.SetRemoteAddr(r.Uint64())
-				h.SetRKey(r.Uint32())
-				e := cs.SGE(wqe[cs.WQEHdr:])
-				e.SetAddr(wcSrc + uint64(q.n)<<16 + uint64(r.IntN(wcSrcLen-n+1)))
-				e.SetLength(uint32(n))
-				e.SetLKey(uint32(q.src[0]))
-				b.postWQE(q, wqe)
+				// The arguments draw from r in the order they are written.
+				b.postWQE(q, oneSGEWrite(r.Chance(2), r.Uint64(), r.Uint64(), r.Uint32(),
+					wcSrc+uint64(q.n)<<16+uint64(r.IntN(wcSrcLen-n+1)), uint32(n), uint32(q.src[0])))
 				sent += n
 			}
 			b.ring(q)
@@ -793,18 +782,7 @@ func TestCardCosimTermRingFault(t *testing.T) {
 				if why == "peer" {
 					b.peerBad(q, 4) // a tagged Write to an STag of another key
 				} else {
-					wqe := make([]byte, cs.BB)
-					h := cs.WQE(wqe)
-					h.SetOpcode(cs.WQEOpcodeRDMAWrite)
-					h.SetSignaled(true)
-					h.SetBBS(1)
-					h.SetNSGE(1)
-					h.SetWRID(0xbad_1eef)
-					e := cs.SGE(wqe[cs.WQEHdr:])
-					e.SetAddr(wcSrc + uint64(q.n)<<16)
-					e.SetLength(100)
-					e.SetLKey(uint32(q.src[0]) ^ 0x5a)
-					b.postWQE(q, wqe)
+					b.postWQE(q, oneSGEWrite(true, 0xbad_1eef, 0, 0, wcSrc+uint64(q.n)<<16, 100, uint32(q.src[0])^0x5a))
 					b.ring(q)
 					want = cs.WCStatusLocProtErr
 				}

@@ -1257,6 +1257,25 @@ func inlineSend(wrID uint64, n int) []byte {
 	return wqe
 }
 
+// oneSGEWrite is a one-block RDMA Write WQE of the n bytes at addr under
+// lkey, to remote at rkey.
+func oneSGEWrite(signaled bool, wrID, remote uint64, rkey uint32, addr uint64, n, lkey uint32) []byte {
+	wqe := make([]byte, cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeRDMAWrite)
+	h.SetSignaled(signaled)
+	h.SetBBS(1)
+	h.SetNSGE(1)
+	h.SetWRID(wrID)
+	h.SetRemoteAddr(remote)
+	h.SetRKey(rkey)
+	e := cs.SGE(wqe[cs.WQEHdr:])
+	e.SetAddr(addr)
+	e.SetLength(n)
+	e.SetLKey(lkey)
+	return wqe
+}
+
 // TestCardFault: a DMA outside the mapped windows is refused by the
 // simulated IOMMU and reported, and the card does not stop: a signaled
 // WQE whose CQ was unmapped gets its CQE write refused, which
