@@ -14,6 +14,13 @@ import "math/big"
 // starts the WQE, which is when the card model reads it. A read ahead
 // that gets an error response is dropped without a fault: the engine
 // reads the block itself, and faults as the model does.
+//
+// An SQ_PI doorbell that posts the first WQE of a live QP with nothing
+// else posted (the engine has started every block before it and does not
+// hold the QP) reads that WQE ahead too, so that QPs rung together have
+// their first WQEs read together rather than one turn at a time. The
+// engine's read ahead goes first: a doorbell's is skipped when both come
+// in one cycle or its entry has a read in flight.
 
 const (
 	CardTxPrefetch = 64 // prefetch entries (one per QP number modulo 64)
@@ -35,6 +42,12 @@ type txPrefetchIn struct {
 	consume  Expr    // the engine starts a WQE of its QP: the QP's entry is used or stale
 	create   Expr    // a CREATE: the created QP's entry is dropped
 	createQP *Signal
+	dbAsk    Expr    // an SQ_PI doorbell posts the first WQE of a live QP the engine does not hold: read it ahead
+	dbQP     *Signal // the doorbell's QP
+	dbNext   Expr    // the block its first WQE starts at (16 bits)
+	dbPI     Expr    // its new SQ_PI (16 bits)
+	dbSQBase Expr    // its SQ base, bits 63:6
+	dbSQMask Expr    // its SQ size - 1, in blocks (16 bits)
 	reqGrant Expr    // dma_rd takes the prefetch's request this cycle
 	rdValid  *Signal // dma_rd's output beat (any tag)
 	rdTag    *Signal
@@ -70,23 +83,40 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	v := m.RegDecl("pf_valid", E, "the entry holds its QP's next first block")
 	curSlot := slotOf("pf_cur_slot", in.qp)
 	curHot := oneHot(m, "pf_cur", curSlot, E)
-	reqV := m.RegDecl("pf_req_v", 1, "a read ahead waits for dma_rd")
+	reqV := m.RegDecl("pf_req_v", 1, "the engine's read ahead waits for dma_rd")
 	flCur := m.WireOf("pf_cur_inflight", RedOr(And(fl, curHot)), "")
 	load := m.WireOf("pf_load", And(in.load, Not(reqV), Not(flCur)), "a read ahead of the engine's QP's next WQE is queued")
 	m.Drive(reqV, big.NewInt(0), Or(load, And(reqV, Not(in.reqGrant))), nil)
-	reqSlot := m.Reg("pf_req_slot", EB, nil, curSlot, load, "its entry")
-	reqIdx := m.Reg("pf_req_idx", 16, nil, And(in.next, in.sqMask), load, "its SQ block (masked)")
-	reqBase := m.Reg("pf_req_base", 58, nil, in.sqBase, load, "its SQ's base, bits 63:6")
 	// Two blocks are read when two are posted and they do not wrap the
 	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
 	// with no read at all).
-	posted := m.WireOf("pf_posted", Sub(in.pi, in.next), "blocks posted from the next WQE on")
-	two := m.WireOf("pf_two", And(Not(Lt(posted, C(16, 2))), Ne(And(in.next, in.sqMask), in.sqMask)), "")
+	twoOf := func(name string, pi, next, mask Expr) *Signal {
+		posted := m.WireOf(name+"_posted", Sub(pi, next), "blocks posted from the next WQE on")
+		return m.WireOf(name+"_two", And(Not(Lt(posted, C(16, 2))), Ne(And(next, mask), mask)), "")
+	}
+	two := twoOf("pf", in.pi, in.next, in.sqMask)
+	// A doorbell's read ahead has its own request register, served after
+	// the engine's.
+	dbSlot := slotOf("pf_db_slot", in.dbQP)
+	dbHot := oneHot(m, "pf_db", dbSlot, E)
+	dbReqV := m.RegDecl("pf_dbreq_v", 1, "a doorbell's read ahead waits for dma_rd")
+	dbGrant := m.WireOf("pf_dbreq_grant", And(in.reqGrant, Not(reqV)), "")
+	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(dbReqV), Not(RedOr(And(fl, dbHot)))), "a doorbell's read ahead is queued")
+	m.Drive(dbReqV, big.NewInt(0), Or(dbLoad, And(dbReqV, Not(dbGrant))), nil)
+	dbTwo := twoOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask)
+	reqSlot := m.Reg("pf_req_slot", EB, nil, curSlot, load, "the engine's read ahead: its entry")
+	reqIdx := m.Reg("pf_req_idx", 16, nil, And(in.next, in.sqMask), load, "its SQ block (masked)")
+	reqBase := m.Reg("pf_req_base", 58, nil, in.sqBase, load, "its SQ's base, bits 63:6")
 	reqTwo := m.Reg("pf_req_two", 1, nil, two, load, "two blocks")
+	dbReqSlot := m.Reg("pf_dbreq_slot", EB, nil, dbSlot, dbLoad, "the doorbell's read ahead: its entry")
+	dbReqIdx := m.Reg("pf_dbreq_idx", 16, nil, And(in.dbNext, in.dbSQMask), dbLoad, "its SQ block (masked)")
+	dbReqBase := m.Reg("pf_dbreq_base", 58, nil, in.dbSQBase, dbLoad, "its SQ's base, bits 63:6")
+	dbReqTwo := m.Reg("pf_dbreq_two", 1, nil, dbTwo, dbLoad, "two blocks")
 	popSlot := slotOf("pf_pop_slot", in.popped)
 	// The entry's key: the QP's number above the entry bits, and the
 	// unmasked SQ index the engine will start at.
-	tags := m.Mem("pf_tag", QB-EB+17, E, load, curSlot, Cat(hiOf("pf_cur_hi", in.qp), two, in.next), nil, popSlot,
+	tags := m.Mem("pf_tag", QB-EB+17, E, Or(load, dbLoad), Sel(load, curSlot, dbSlot),
+		Sel(load, Cat(hiOf("pf_cur_hi", in.qp), two, in.next), Cat(hiOf("pf_db_hi", in.dbQP), dbTwo, in.dbNext)), nil, popSlot,
 		"per entry: {QP number's upper bits, two blocks, SQ index} of the blocks read ahead")
 	// The landing: dma_rd returns requests whole and in issue order, so
 	// a read ahead's beats come together; below 512 bits they are gathered
@@ -123,7 +153,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	landOK := m.WireOf("pf_land_ok", And(land, Not(landErr), Not(in.rdErr)), "the blocks are whole")
 	data := m.Mem("pf_data", 1024, E, landOK, landSlot, blk, nil, popSlot, "per entry: the blocks read ahead")
 	landHot := oneHot(m, "pf_landing", landSlot, E)
-	loadHot := m.WireOf("pf_load_1h", And(curHot, Rep(load, E)), "")
+	loadHot := m.WireOf("pf_load_1h", Or(And(curHot, Rep(load, E)), And(dbHot, Rep(dbLoad, E))), "")
 	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
 	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
 	// Used or stale: the entry of the QP whose WQE starts, and of a QP
@@ -143,10 +173,12 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	match := m.WireOf("pf_match", And(vPop, Eq(tagHi, hiOf("pf_ctx_hi", in.qp)), Eq(tagIdx, in.ctxNext)), "")
 	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
 	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
-	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
+	addr := m.WireOf("pf_req_addr", Sel(reqV, Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))),
+		Add(Cat(dbReqBase, C(6, 0)), Cat(C(42, 0), dbReqIdx, C(6, 0)))), "")
 	if len(unused) > 0 {
 		m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
 	}
-	return txPrefetch{reqV: reqV, reqAddr: addr, reqLen: Sel(reqTwo, C(16, 127), C(16, 63)), reqTag: zext(Cat(reqSlot, C(2, cardTxPfTag)), in.rdTag.W),
+	return txPrefetch{reqV: m.WireOf("pf_any_req", Or(reqV, dbReqV), ""), reqAddr: addr,
+		reqLen: Sel(Sel(reqV, reqTwo, dbReqTwo), C(16, 127), C(16, 63)), reqTag: zext(Cat(Sel(reqV, reqSlot, dbReqSlot), C(2, cardTxPfTag)), in.rdTag.W),
 		beat: beat, hit: hit, two: hit2, data: data}
 }

@@ -79,11 +79,12 @@ type txQPStates struct {
 	closed *Signal // the QP at engAddr is CLOSED (card_stat's record; CREATE clears it)
 	busy   *Signal // the engine or a command writes a state this cycle: extErr waits
 	ext    *Signal // the state at extAddr (read a cycle after the address)
+	db     *Signal // the state at dbAddr (read a cycle after the address)
 }
 
-// qpStates builds the state memory, in three copies (one read by the
+// qpStates builds the state memory, in four copies (one read by the
 // command path at the command's QP, one by the engine at engAddr, one at
-// extAddr).
+// extAddr, one by the doorbell path at dbAddr).
 // CREATE makes a QP live; ERROR puts a live QP in error (a QP that does
 // not exist is left alone: the card model refuses the command); DESTROY
 // frees a QP in error (the model refuses it in RTS); CLOSE is taken
@@ -98,7 +99,7 @@ type txQPStates struct {
 // closedV and closedQP: card_stat found the QP CLOSED (its m_done with
 // m_done_closed; a pulse, taken every cycle): a bit per QP, set then and
 // cleared by CREATE, says so (a pulse in CREATE's cycle waits one).
-func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV, closedQP Expr, extErr *Signal, extQP, extAddr Expr) txQPStates {
+func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV, closedQP Expr, extErr *Signal, extQP, extAddr, dbAddr Expr) txQPStates {
 	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
 	we := m.Wire("qp_state_we", 1, "")
 	busy := m.Wire("qp_state_busy", 1, "the engine or a command writes a state")
@@ -107,6 +108,7 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV
 	cur := m.Mem("qp_state_c", 2, CardTxQPs, we, wa, wd, nil, qpn, "QP state (0 none, 1 live, 2 error), read by the command path")
 	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, wa, wd, nil, engAddr, "QP state, read by the engine")
 	ext := m.Mem("qp_state_f", 2, CardTxQPs, we, wa, wd, nil, extAddr, "QP state, read for a refused ring write's QP")
+	db := m.Mem("qp_state_d", 2, CardTxQPs, we, wa, wd, nil, dbAddr, "QP state, read by the doorbell path (its read ahead)")
 	toErr := m.WireOf("qp_to_error", And(cmdGo, opIs(3), Eq(cur, C(2, txQPLive))), "ERROR on a live QP")
 	m.Assign(busy, Or(engErr, And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
 	m.Assign(we, Or(busy, extErr))
@@ -119,7 +121,7 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal, closedV
 	m.Drive(pendQP, nil, closedQP, closedV) // a new report is the one left over, if any is
 	closed := m.Mem("qp_closed", 2, CardTxQPs, Or(create, setV), Sel(create, qpn, setQP), Cat(C(1, 0), Not(create)), nil, engAddr,
 		"bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered")
-	return txQPStates{toErr: toErr, eng: eng, closed: closed, busy: busy, ext: ext}
+	return txQPStates{toErr: toErr, eng: eng, closed: closed, busy: busy, ext: ext, db: db}
 }
 
 // wcOpcode is the CQE opcode (WC_OPCODE) of a WQE opcode, as the card

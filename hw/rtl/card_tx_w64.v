@@ -12,13 +12,14 @@
 // two where they wrap the ring), from a pushed block (4 held, matched by QP
 // and SQ index), or from a read ahead (64 entries, by QP number: a QP's next
 // WQE's first one or two blocks read as soon as its current WQE's size is
-// known) without a DMA read; WQE decode; the inline payload through ddp_tx
-// (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and
-// CRC at the QP's stream offset; each FPDU's wire length is computed here as
-// it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at
-// TXS_PI modulo the ring size, in two writes where it wraps, the second
-// realigned to lane 0); one record per WQE in posting order once its last ring
-// write has its write response.
+// known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
+// DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
+// segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
+// stream offset; each FPDU's wire length is computed here as it enters
+// mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
+// the ring size, in two writes where it wraps, the second realigned to lane
+// 0); one record per WQE in posting order once its last ring write has its
+// write response.
 //
 // This increment serves inline Send, Send with Invalidate (either with
 // Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -323,6 +324,7 @@ module card_tx_w64 (
     wire           rf_store;                 // a refused ring write's QP goes to error now, with its silent Terminate record
     reg  [9:0]     rf_qp;                    // the QP of the refused ring write being stored
     wire [9:0]     rf_state_addr;            // the QP whose state the ring-fault path reads
+    wire [9:0]     dbs_rd_addr;
     wire           qp_state_we;
     wire           qp_state_busy;            // the engine or a command writes a state
     wire [1:0]     qp_state_wd;
@@ -330,6 +332,7 @@ module card_tx_w64 (
     reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     reg  [1:0]     qp_state_f_rd;            // read data of qp_state_f
+    reg  [1:0]     qp_state_d_rd;            // read data of qp_state_d
     wire           qp_to_error;              // ERROR on a live QP
     wire           qp_closed_clear;          // CREATE: the QP is not CLOSED
     reg            qp_closed_pend;           // a CLOSED report waits for a cycle without CREATE
@@ -367,12 +370,12 @@ module card_tx_w64 (
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
     wire [58:0]    dbs_wr_data;              // {stream ended, Read Request records, rdone count, txs_ci, sq_pi}
-    wire [9:0]     dbs_rd_addr;
     reg  [58:0]    dbs_a_rd;                 // read data of dbs_a
     reg  [58:0]    dbs_e_rd;                 // read data of dbs_e
     wire [31:0]    sq_wb_data;               // {next block to start, SQ_CI} as the engine writes them back
     reg  [31:0]    sq_db_rd;                 // read data of sq_db
     reg  [4:0]     sq_log_db_rd;             // read data of sq_log_db
+    reg  [57:0]    sq_base_db_rd;            // read data of sq_base_db
     wire [149:0]   eng_wb_data;              // {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
     reg  [149:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
@@ -927,23 +930,37 @@ module card_tx_w64 (
     wire           pf_load_go;               // a live QP's WQE is decoded, does not wait for Reads, and its next one is posted
     wire [15:0]    pf_next;                  // the block its next WQE starts at
     wire           pf_grant;                 // dma_rd takes the read ahead
+    wire           pf_db_first;              // an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     reg  [63:0]    pf_inflight;              // a read ahead of the entry is in flight
     reg  [63:0]    pf_want;                  // the entry's read in flight is still wanted
     reg  [63:0]    pf_valid;                 // the entry holds its QP's next first block
     wire [5:0]     pf_cur_slot;
     wire [5:0]     pf_cur_qp;
     wire [63:0]    pf_cur_1h;
-    reg            pf_req_v;                 // a read ahead waits for dma_rd
+    reg            pf_req_v;                 // the engine's read ahead waits for dma_rd
     wire           pf_cur_inflight;
     wire           pf_load;                  // a read ahead of the engine's QP's next WQE is queued
-    reg  [5:0]     pf_req_slot;              // its entry
-    reg  [15:0]    pf_req_idx;               // its SQ block (masked)
-    reg  [57:0]    pf_req_base;              // its SQ's base, bits 63:6
     wire [15:0]    pf_posted;                // blocks posted from the next WQE on
     wire           pf_two;
+    wire [5:0]     pf_db_slot;
+    wire [5:0]     pf_db_qp;
+    wire [63:0]    pf_db_1h;
+    reg            pf_dbreq_v;               // a doorbell's read ahead waits for dma_rd
+    wire           pf_dbreq_grant;
+    wire           pf_db_load;               // a doorbell's read ahead is queued
+    wire [15:0]    pf_db_posted;             // blocks posted from the next WQE on
+    wire           pf_db_two;
+    reg  [5:0]     pf_req_slot;              // the engine's read ahead: its entry
+    reg  [15:0]    pf_req_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_req_base;              // its SQ's base, bits 63:6
     reg            pf_req_two;               // two blocks
+    reg  [5:0]     pf_dbreq_slot;            // the doorbell's read ahead: its entry
+    reg  [15:0]    pf_dbreq_idx;             // its SQ block (masked)
+    reg  [57:0]    pf_dbreq_base;            // its SQ's base, bits 63:6
+    reg            pf_dbreq_two;             // two blocks
     wire [5:0]     pf_pop_slot;
     wire [3:0]     pf_cur_hi;
+    wire [3:0]     pf_db_hi;
     reg  [20:0]    pf_tag_rd;                // read data of pf_tag
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
     wire [5:0]     pf_land_slot;
@@ -973,6 +990,7 @@ module card_tx_w64 (
     reg            pf_hit;                   // the engine's QP's next WQE's first block is in its entry
     reg            pf_hit_two;               // ... and the block after it
     wire [63:0]    pf_req_addr;
+    wire           pf_any_req;
     wire           rd_eng_req;               // the engine or the gather asks for a read
     wire           ddp_s_valid;
     wire           ddp_s_go;
@@ -1435,6 +1453,7 @@ module card_tx_w64 (
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
     reg  [1:0] qp_state_f [0:1023];          // QP state, read for a refused ring write's QP
+    reg  [1:0] qp_state_d [0:1023];          // QP state, read by the doorbell path (its read ahead)
     reg  [1:0] qp_closed [0:1023];           // bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
     reg  [401:0] term [0:1023];              // the Terminate each QP has to send, or received: {silent (a refused ring write's: DMA_FAULT, QP_ERROR DMA unless quiet, nothing sent), received (nothing to send), RDMAP header (a silent record's: {quiet, address, cut}), DDP header, segment length, cause}
     reg  [15:0] term_blame_cause [0:1023];   // the cause of the Terminate each QP received
@@ -1443,6 +1462,7 @@ module card_tx_w64 (
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
     reg  [31:0] sq_db [0:1023];              // {next block to start, SQ_CI}, read by the doorbell path
     reg  [4:0] sq_log_db [0:1023];           // the SQ's log2 size, read by the doorbell path
+    reg  [57:0] sq_base_db [0:1023];         // the SQ's base (bits 63:6), read by the doorbell path for its read ahead
     reg  [149:0] eng [0:1023];               // engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [367:0] rrp_data [0:15];            // Read Request records
@@ -11247,6 +11267,7 @@ module card_tx_w64 (
     assign gf_addr = g_rd_fault_addr;
     assign pf_load_go = (((((in_state5 & cur_live) & ~ret_or_flush) & ~wqe_rd_err) & ~wait_read) & bbs_ok) & ({12'h000, h_bbs} < avail);
     assign pf_next = cur_sq_next + {12'h000, h_bbs};
+    assign pf_db_first = (((((db_fire & db_is_sq) & ~db_bad) & (db_old_pi == sq_db_rd[31:16])) & (db_new_pi != db_old_pi)) & (qp_state_d_rd == 2'h1)) & (in_state0 | (db_qp != cur_qp));
     assign pf_cur_slot = cur_qp[5:0];
     assign pf_cur_qp = pf_cur_slot;
     assign pf_cur_1h = {
@@ -11319,8 +11340,115 @@ module card_tx_w64 (
     assign pf_load = (pf_load_go & ~pf_req_v) & ~pf_cur_inflight;
     assign pf_posted = cur_sq_pi - pf_next;
     assign pf_two = ~(pf_posted < 16'h0002) & ((pf_next & sq_mask) != sq_mask);
+    assign pf_db_slot = db_qp[5:0];
+    assign pf_db_qp = pf_db_slot;
+    assign pf_db_1h = {
+        pf_db_qp == 6'h3f,
+        pf_db_qp == 6'h3e,
+        pf_db_qp == 6'h3d,
+        pf_db_qp == 6'h3c,
+        pf_db_qp == 6'h3b,
+        pf_db_qp == 6'h3a,
+        pf_db_qp == 6'h39,
+        pf_db_qp == 6'h38,
+        pf_db_qp == 6'h37,
+        pf_db_qp == 6'h36,
+        pf_db_qp == 6'h35,
+        pf_db_qp == 6'h34,
+        pf_db_qp == 6'h33,
+        pf_db_qp == 6'h32,
+        pf_db_qp == 6'h31,
+        pf_db_qp == 6'h30,
+        pf_db_qp == 6'h2f,
+        pf_db_qp == 6'h2e,
+        pf_db_qp == 6'h2d,
+        pf_db_qp == 6'h2c,
+        pf_db_qp == 6'h2b,
+        pf_db_qp == 6'h2a,
+        pf_db_qp == 6'h29,
+        pf_db_qp == 6'h28,
+        pf_db_qp == 6'h27,
+        pf_db_qp == 6'h26,
+        pf_db_qp == 6'h25,
+        pf_db_qp == 6'h24,
+        pf_db_qp == 6'h23,
+        pf_db_qp == 6'h22,
+        pf_db_qp == 6'h21,
+        pf_db_qp == 6'h20,
+        pf_db_qp == 6'h1f,
+        pf_db_qp == 6'h1e,
+        pf_db_qp == 6'h1d,
+        pf_db_qp == 6'h1c,
+        pf_db_qp == 6'h1b,
+        pf_db_qp == 6'h1a,
+        pf_db_qp == 6'h19,
+        pf_db_qp == 6'h18,
+        pf_db_qp == 6'h17,
+        pf_db_qp == 6'h16,
+        pf_db_qp == 6'h15,
+        pf_db_qp == 6'h14,
+        pf_db_qp == 6'h13,
+        pf_db_qp == 6'h12,
+        pf_db_qp == 6'h11,
+        pf_db_qp == 6'h10,
+        pf_db_qp == 6'h0f,
+        pf_db_qp == 6'h0e,
+        pf_db_qp == 6'h0d,
+        pf_db_qp == 6'h0c,
+        pf_db_qp == 6'h0b,
+        pf_db_qp == 6'h0a,
+        pf_db_qp == 6'h09,
+        pf_db_qp == 6'h08,
+        pf_db_qp == 6'h07,
+        pf_db_qp == 6'h06,
+        pf_db_qp == 6'h05,
+        pf_db_qp == 6'h04,
+        pf_db_qp == 6'h03,
+        pf_db_qp == 6'h02,
+        pf_db_qp == 6'h01,
+        pf_db_qp == 6'h00
+    };
+    assign pf_dbreq_grant = pf_grant & ~pf_req_v;
+    assign pf_db_load = ((pf_db_first & ~pf_load) & ~pf_dbreq_v) & ~|(pf_inflight & pf_db_1h);
+    assign pf_db_posted = db_new_pi - db_old_pi;
+    assign pf_db_two = ~(pf_db_posted < 16'h0002) & ((db_old_pi & {
+        5'h0f < sq_log_db_rd,
+        5'h0e < sq_log_db_rd,
+        5'h0d < sq_log_db_rd,
+        5'h0c < sq_log_db_rd,
+        5'h0b < sq_log_db_rd,
+        5'h0a < sq_log_db_rd,
+        5'h09 < sq_log_db_rd,
+        5'h08 < sq_log_db_rd,
+        5'h07 < sq_log_db_rd,
+        5'h06 < sq_log_db_rd,
+        5'h05 < sq_log_db_rd,
+        5'h04 < sq_log_db_rd,
+        5'h03 < sq_log_db_rd,
+        5'h02 < sq_log_db_rd,
+        5'h01 < sq_log_db_rd,
+        5'h00 < sq_log_db_rd
+    }) != {
+        5'h0f < sq_log_db_rd,
+        5'h0e < sq_log_db_rd,
+        5'h0d < sq_log_db_rd,
+        5'h0c < sq_log_db_rd,
+        5'h0b < sq_log_db_rd,
+        5'h0a < sq_log_db_rd,
+        5'h09 < sq_log_db_rd,
+        5'h08 < sq_log_db_rd,
+        5'h07 < sq_log_db_rd,
+        5'h06 < sq_log_db_rd,
+        5'h05 < sq_log_db_rd,
+        5'h04 < sq_log_db_rd,
+        5'h03 < sq_log_db_rd,
+        5'h02 < sq_log_db_rd,
+        5'h01 < sq_log_db_rd,
+        5'h00 < sq_log_db_rd
+    });
     assign pf_pop_slot = sched_rd[5:0];
     assign pf_cur_hi = cur_qp[9:6];
+    assign pf_db_hi = db_qp[9:6];
     assign pf_beat = rd_tvalid_all & rd_ttag[1];
     assign pf_land_slot = rd_ttag[7:2];
     assign pf_land = pf_beat & rd_tlast;
@@ -11397,7 +11525,7 @@ module card_tx_w64 (
         pf_landing_qp == 6'h01,
         pf_landing_qp == 6'h00
     };
-    assign pf_load_1h = pf_cur_1h & {64{pf_load}};
+    assign pf_load_1h = (pf_cur_1h & {64{pf_load}}) | (pf_db_1h & {64{pf_db_load}});
     assign pf_land_1h = pf_landing_1h & {64{pf_land}};
     assign pf_create_slot = cmd_num[5:0];
     assign pf_created_qp = pf_create_slot;
@@ -11539,17 +11667,18 @@ module card_tx_w64 (
     assign pf_tag_idx = pf_tag_rd[15:0];
     assign pf_ctx_hi = cur_qp[9:6];
     assign pf_match = (pf_pop_valid & (pf_tag_hi == pf_ctx_hi)) & (pf_tag_idx == eng_rd[127:112]);
-    assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
+    assign pf_req_addr = pf_req_v ? ({pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00}) : ({pf_dbreq_base, 6'h00} + {42'h00000000000, pf_dbreq_idx, 6'h00});
+    assign pf_any_req = pf_req_v | pf_dbreq_v;
     assign pf_use_hit = pf_hit;
     assign pf_use_two = pf_hit_two;
     assign pf_use_data = pf_data_rd;
     assign rd_tvalid = rd_tvalid_all & ~pf_beat;
     assign rd_eng_req = rd_wqe_valid | g_req_v;
-    assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
-    assign rd_req_valid = rd_eng_req | pf_req_v;
+    assign pf_grant = (pf_any_req & ~rd_eng_req) & rd_req_ready;
+    assign rd_req_valid = rd_eng_req | pf_any_req;
     assign rd_req_addr = g_req_v ? g_addr : (rd_wqe_valid ? rd_wqe_addr : pf_req_addr);
-    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_two ? 16'h007f : 16'h003f));
-    assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : {pf_req_slot, 2'h2});
+    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : ((pf_req_v ? pf_req_two : pf_dbreq_two) ? 16'h007f : 16'h003f));
+    assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : {pf_req_v ? pf_req_slot : pf_dbreq_slot, 2'h2});
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
     assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
@@ -16327,6 +16456,14 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        if (rst) begin
+            pf_dbreq_v <= 1'h0;
+        end else begin
+            pf_dbreq_v <= pf_db_load | (pf_dbreq_v & ~pf_dbreq_grant);
+        end
+    end
+
+    always @(posedge clk) begin
         if (pf_load) begin
             pf_req_slot <= pf_cur_slot;
         end
@@ -16347,6 +16484,47 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_load) begin
             pf_req_two <= pf_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_db_load) begin
+            pf_dbreq_slot <= pf_db_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_db_load) begin
+            pf_dbreq_idx <= db_old_pi & {
+                5'h0f < sq_log_db_rd,
+                5'h0e < sq_log_db_rd,
+                5'h0d < sq_log_db_rd,
+                5'h0c < sq_log_db_rd,
+                5'h0b < sq_log_db_rd,
+                5'h0a < sq_log_db_rd,
+                5'h09 < sq_log_db_rd,
+                5'h08 < sq_log_db_rd,
+                5'h07 < sq_log_db_rd,
+                5'h06 < sq_log_db_rd,
+                5'h05 < sq_log_db_rd,
+                5'h04 < sq_log_db_rd,
+                5'h03 < sq_log_db_rd,
+                5'h02 < sq_log_db_rd,
+                5'h01 < sq_log_db_rd,
+                5'h00 < sq_log_db_rd
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_db_load) begin
+            pf_dbreq_base <= sq_base_db_rd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_db_load) begin
+            pf_dbreq_two <= pf_db_two;
         end
     end
 
@@ -17706,6 +17884,14 @@ module card_tx_w64 (
         qp_state_f_rd <= qp_state_f[rf_state_addr];
     end
 
+    // qp_state_d: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (qp_state_we) begin
+            qp_state_d[qp_state_wa] <= qp_state_wd;
+        end
+        qp_state_d_rd <= qp_state_d[dbs_rd_addr];
+    end
+
     // qp_closed: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (qp_closed_clear | qp_closed_set) begin
@@ -17785,6 +17971,14 @@ module card_tx_w64 (
         sq_log_db_rd <= sq_log_db[dbs_rd_addr];
     end
 
+    // sq_base_db: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create) begin
+            sq_base_db[cmd_num] <= s_qp_sq_base[63:6];
+        end
+        sq_base_db_rd <= sq_base_db[dbs_rd_addr];
+    end
+
     // eng: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | in_state11) begin
@@ -17841,8 +18035,8 @@ module card_tx_w64 (
 
     // pf_tag: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (pf_load) begin
-            pf_tag[pf_cur_slot] <= {pf_cur_hi, pf_two, pf_next};
+        if (pf_load | pf_db_load) begin
+            pf_tag[pf_load ? pf_cur_slot : pf_db_slot] <= pf_load ? {pf_cur_hi, pf_two, pf_next} : {pf_db_hi, pf_db_two, db_old_pi};
         end
         pf_tag_rd <= pf_tag[pf_pop_slot];
     end

@@ -12,13 +12,14 @@
 -- two where they wrap the ring), from a pushed block (4 held, matched by QP
 -- and SQ index), or from a read ahead (64 entries, by QP number: a QP's next
 -- WQE's first one or two blocks read as soon as its current WQE's size is
--- known) without a DMA read; WQE decode; the inline payload through ddp_tx
--- (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and
--- CRC at the QP's stream offset; each FPDU's wire length is computed here as
--- it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at
--- TXS_PI modulo the ring size, in two writes where it wraps, the second
--- realigned to lane 0); one record per WQE in posting order once its last ring
--- write has its write response.
+-- known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
+-- DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
+-- segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
+-- stream offset; each FPDU's wire length is computed here as it enters
+-- mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
+-- the ring size, in two writes where it wraps, the second realigned to lane
+-- 0); one record per WQE in posting order once its last ring write has its
+-- write response.
 --
 -- This increment serves inline Send, Send with Invalidate (either with
 -- Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -354,6 +355,7 @@ architecture rtl of card_tx_w64 is
     signal rf_store : std_logic;             -- a refused ring write's QP goes to error now, with its silent Terminate record
     signal rf_qp : std_logic_vector(9 downto 0); -- the QP of the refused ring write being stored
     signal rf_state_addr : std_logic_vector(9 downto 0); -- the QP whose state the ring-fault path reads
+    signal dbs_rd_addr : std_logic_vector(9 downto 0);
     signal qp_state_we : std_logic;
     signal qp_state_busy : std_logic;        -- the engine or a command writes a state
     signal qp_state_wd : std_logic_vector(1 downto 0);
@@ -361,6 +363,7 @@ architecture rtl of card_tx_w64 is
     signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_state_f_rd : std_logic_vector(1 downto 0); -- read data of qp_state_f
+    signal qp_state_d_rd : std_logic_vector(1 downto 0); -- read data of qp_state_d
     signal qp_to_error : std_logic;          -- ERROR on a live QP
     signal qp_closed_clear : std_logic;      -- CREATE: the QP is not CLOSED
     signal qp_closed_pend : std_logic := '0'; -- a CLOSED report waits for a cycle without CREATE
@@ -398,12 +401,12 @@ architecture rtl of card_tx_w64 is
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
     signal dbs_wr_data : std_logic_vector(58 downto 0); -- {stream ended, Read Request records, rdone count, txs_ci, sq_pi}
-    signal dbs_rd_addr : std_logic_vector(9 downto 0);
     signal dbs_a_rd : std_logic_vector(58 downto 0); -- read data of dbs_a
     signal dbs_e_rd : std_logic_vector(58 downto 0); -- read data of dbs_e
     signal sq_wb_data : std_logic_vector(31 downto 0); -- {next block to start, SQ_CI} as the engine writes them back
     signal sq_db_rd : std_logic_vector(31 downto 0); -- read data of sq_db
     signal sq_log_db_rd : std_logic_vector(4 downto 0); -- read data of sq_log_db
+    signal sq_base_db_rd : std_logic_vector(57 downto 0); -- read data of sq_base_db
     signal eng_wb_data : std_logic_vector(149 downto 0); -- {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
     signal eng_rd : std_logic_vector(149 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
@@ -958,23 +961,37 @@ architecture rtl of card_tx_w64 is
     signal pf_load_go : std_logic;           -- a live QP's WQE is decoded, does not wait for Reads, and its next one is posted
     signal pf_next : std_logic_vector(15 downto 0); -- the block its next WQE starts at
     signal pf_grant : std_logic;             -- dma_rd takes the read ahead
+    signal pf_db_first : std_logic;          -- an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     signal pf_inflight : std_logic_vector(63 downto 0) := x"0000000000000000"; -- a read ahead of the entry is in flight
     signal pf_want : std_logic_vector(63 downto 0) := x"0000000000000000"; -- the entry's read in flight is still wanted
     signal pf_valid : std_logic_vector(63 downto 0) := x"0000000000000000"; -- the entry holds its QP's next first block
     signal pf_cur_slot : std_logic_vector(5 downto 0);
     signal pf_cur_qp : std_logic_vector(5 downto 0);
     signal pf_cur_1h : std_logic_vector(63 downto 0);
-    signal pf_req_v : std_logic := '0';      -- a read ahead waits for dma_rd
+    signal pf_req_v : std_logic := '0';      -- the engine's read ahead waits for dma_rd
     signal pf_cur_inflight : std_logic;
     signal pf_load : std_logic;              -- a read ahead of the engine's QP's next WQE is queued
-    signal pf_req_slot : std_logic_vector(5 downto 0); -- its entry
-    signal pf_req_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
-    signal pf_req_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
     signal pf_two : std_logic;
+    signal pf_db_slot : std_logic_vector(5 downto 0);
+    signal pf_db_qp : std_logic_vector(5 downto 0);
+    signal pf_db_1h : std_logic_vector(63 downto 0);
+    signal pf_dbreq_v : std_logic := '0';    -- a doorbell's read ahead waits for dma_rd
+    signal pf_dbreq_grant : std_logic;
+    signal pf_db_load : std_logic;           -- a doorbell's read ahead is queued
+    signal pf_db_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
+    signal pf_db_two : std_logic;
+    signal pf_req_slot : std_logic_vector(5 downto 0); -- the engine's read ahead: its entry
+    signal pf_req_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_req_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_req_two : std_logic;           -- two blocks
+    signal pf_dbreq_slot : std_logic_vector(5 downto 0); -- the doorbell's read ahead: its entry
+    signal pf_dbreq_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_dbreq_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_dbreq_two : std_logic;         -- two blocks
     signal pf_pop_slot : std_logic_vector(5 downto 0);
     signal pf_cur_hi : std_logic_vector(3 downto 0);
+    signal pf_db_hi : std_logic_vector(3 downto 0);
     signal pf_tag_rd : std_logic_vector(20 downto 0); -- read data of pf_tag
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
     signal pf_land_slot : std_logic_vector(5 downto 0);
@@ -1004,6 +1021,7 @@ architecture rtl of card_tx_w64 is
     signal pf_hit : std_logic := '0';        -- the engine's QP's next WQE's first block is in its entry
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
     signal pf_req_addr : std_logic_vector(63 downto 0);
+    signal pf_any_req : std_logic;
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
@@ -1469,6 +1487,8 @@ architecture rtl of card_tx_w64 is
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
     type qp_state_f_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_f : qp_state_f_t;        -- QP state, read for a refused ring write's QP
+    type qp_state_d_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal qp_state_d : qp_state_d_t;        -- QP state, read by the doorbell path (its read ahead)
     type qp_closed_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_closed : qp_closed_t;          -- bit 0 per QP: CLOSED (card_stat's report): its Read Requests are no longer answered
     type term_t is array (0 to 1023) of std_logic_vector(401 downto 0);
@@ -1485,6 +1505,8 @@ architecture rtl of card_tx_w64 is
     signal sq_db : sq_db_t;                  -- {next block to start, SQ_CI}, read by the doorbell path
     type sq_log_db_t is array (0 to 1023) of std_logic_vector(4 downto 0);
     signal sq_log_db : sq_log_db_t;          -- the SQ's log2 size, read by the doorbell path
+    type sq_base_db_t is array (0 to 1023) of std_logic_vector(57 downto 0);
+    signal sq_base_db : sq_base_db_t;        -- the SQ's base (bits 63:6), read by the doorbell path for its read ahead
     type eng_t is array (0 to 1023) of std_logic_vector(149 downto 0);
     signal eng : eng_t;                      -- engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
@@ -11305,6 +11327,7 @@ begin
     gf_addr <= g_rd_fault_addr;
     pf_load_go <= (((((in_state5 and cur_live) and (not ret_or_flush)) and (not wqe_rd_err)) and (not wait_read)) and bbs_ok) and b2l(unsigned(std_logic_vector'(x"000" & h_bbs)) < unsigned(avail));
     pf_next <= std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)));
+    pf_db_first <= (((((db_fire and db_is_sq) and (not db_bad)) and b2l(db_old_pi = sq_db_rd(31 downto 16))) and b2l(db_new_pi /= db_old_pi)) and b2l(qp_state_d_rd = "01")) and (in_state0 or b2l(db_qp /= cur_qp));
     pf_cur_slot <= cur_qp(5 downto 0);
     pf_cur_qp <= pf_cur_slot;
     pf_cur_1h <= std_logic_vector'(
@@ -11377,8 +11400,115 @@ begin
     pf_load <= (pf_load_go and (not pf_req_v)) and (not pf_cur_inflight);
     pf_posted <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next));
     pf_two <= (not b2l(unsigned(pf_posted) < unsigned'(x"0002"))) and b2l((pf_next and sq_mask) /= sq_mask);
+    pf_db_slot <= db_qp(5 downto 0);
+    pf_db_qp <= pf_db_slot;
+    pf_db_1h <= std_logic_vector'(
+        b2l(pf_db_qp = "111111") &
+        b2l(pf_db_qp = "111110") &
+        b2l(pf_db_qp = "111101") &
+        b2l(pf_db_qp = "111100") &
+        b2l(pf_db_qp = "111011") &
+        b2l(pf_db_qp = "111010") &
+        b2l(pf_db_qp = "111001") &
+        b2l(pf_db_qp = "111000") &
+        b2l(pf_db_qp = "110111") &
+        b2l(pf_db_qp = "110110") &
+        b2l(pf_db_qp = "110101") &
+        b2l(pf_db_qp = "110100") &
+        b2l(pf_db_qp = "110011") &
+        b2l(pf_db_qp = "110010") &
+        b2l(pf_db_qp = "110001") &
+        b2l(pf_db_qp = "110000") &
+        b2l(pf_db_qp = "101111") &
+        b2l(pf_db_qp = "101110") &
+        b2l(pf_db_qp = "101101") &
+        b2l(pf_db_qp = "101100") &
+        b2l(pf_db_qp = "101011") &
+        b2l(pf_db_qp = "101010") &
+        b2l(pf_db_qp = "101001") &
+        b2l(pf_db_qp = "101000") &
+        b2l(pf_db_qp = "100111") &
+        b2l(pf_db_qp = "100110") &
+        b2l(pf_db_qp = "100101") &
+        b2l(pf_db_qp = "100100") &
+        b2l(pf_db_qp = "100011") &
+        b2l(pf_db_qp = "100010") &
+        b2l(pf_db_qp = "100001") &
+        b2l(pf_db_qp = "100000") &
+        b2l(pf_db_qp = "011111") &
+        b2l(pf_db_qp = "011110") &
+        b2l(pf_db_qp = "011101") &
+        b2l(pf_db_qp = "011100") &
+        b2l(pf_db_qp = "011011") &
+        b2l(pf_db_qp = "011010") &
+        b2l(pf_db_qp = "011001") &
+        b2l(pf_db_qp = "011000") &
+        b2l(pf_db_qp = "010111") &
+        b2l(pf_db_qp = "010110") &
+        b2l(pf_db_qp = "010101") &
+        b2l(pf_db_qp = "010100") &
+        b2l(pf_db_qp = "010011") &
+        b2l(pf_db_qp = "010010") &
+        b2l(pf_db_qp = "010001") &
+        b2l(pf_db_qp = "010000") &
+        b2l(pf_db_qp = "001111") &
+        b2l(pf_db_qp = "001110") &
+        b2l(pf_db_qp = "001101") &
+        b2l(pf_db_qp = "001100") &
+        b2l(pf_db_qp = "001011") &
+        b2l(pf_db_qp = "001010") &
+        b2l(pf_db_qp = "001001") &
+        b2l(pf_db_qp = "001000") &
+        b2l(pf_db_qp = "000111") &
+        b2l(pf_db_qp = "000110") &
+        b2l(pf_db_qp = "000101") &
+        b2l(pf_db_qp = "000100") &
+        b2l(pf_db_qp = "000011") &
+        b2l(pf_db_qp = "000010") &
+        b2l(pf_db_qp = "000001") &
+        b2l(pf_db_qp = "000000")
+    );
+    pf_dbreq_grant <= pf_grant and (not pf_req_v);
+    pf_db_load <= ((pf_db_first and (not pf_load)) and (not pf_dbreq_v)) and (not (or (pf_inflight and pf_db_1h)));
+    pf_db_posted <= std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi));
+    pf_db_two <= (not b2l(unsigned(pf_db_posted) < unsigned'(x"0002"))) and b2l((db_old_pi and std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
+    )) /= std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
+    ));
     pf_pop_slot <= sched_rd(5 downto 0);
     pf_cur_hi <= cur_qp(9 downto 6);
+    pf_db_hi <= db_qp(9 downto 6);
     pf_beat <= rd_tvalid_all and rd_ttag(1);
     pf_land_slot <= rd_ttag(7 downto 2);
     pf_land <= pf_beat and rd_tlast;
@@ -11455,7 +11585,7 @@ begin
         b2l(pf_landing_qp = "000001") &
         b2l(pf_landing_qp = "000000")
     );
-    pf_load_1h <= pf_cur_1h and std_logic_vector'(63 downto 0 => pf_load);
+    pf_load_1h <= (pf_cur_1h and std_logic_vector'(63 downto 0 => pf_load)) or (pf_db_1h and std_logic_vector'(63 downto 0 => pf_db_load));
     pf_land_1h <= pf_landing_1h and std_logic_vector'(63 downto 0 => pf_land);
     pf_create_slot <= cmd_num(5 downto 0);
     pf_created_qp <= pf_create_slot;
@@ -11597,17 +11727,18 @@ begin
     pf_tag_idx <= pf_tag_rd(15 downto 0);
     pf_ctx_hi <= cur_qp(9 downto 6);
     pf_match <= (pf_pop_valid and b2l(pf_tag_hi = pf_ctx_hi)) and b2l(pf_tag_idx = eng_rd(127 downto 112));
-    pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
+    pf_req_addr <= mux(pf_req_v, std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000"))), std_logic_vector(unsigned(std_logic_vector'(pf_dbreq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_dbreq_idx & "000000"))));
+    pf_any_req <= pf_req_v or pf_dbreq_v;
     pf_use_hit <= pf_hit;
     pf_use_two <= pf_hit_two;
     pf_use_data <= pf_data_rd;
     rd_tvalid <= rd_tvalid_all and (not pf_beat);
     rd_eng_req <= rd_wqe_valid or g_req_v;
-    pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
-    rd_req_valid <= rd_eng_req or pf_req_v;
+    pf_grant <= (pf_any_req and (not rd_eng_req)) and rd_req_ready;
+    rd_req_valid <= rd_eng_req or pf_any_req;
     rd_req_addr <= mux(g_req_v, g_addr, mux(rd_wqe_valid, rd_wqe_addr, pf_req_addr));
-    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_two, x"007f", x"003f")));
-    rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", std_logic_vector'(pf_req_slot & "10")));
+    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(mux(pf_req_v, pf_req_two, pf_dbreq_two), x"007f", x"003f")));
+    rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", std_logic_vector'(mux(pf_req_v, pf_req_slot, pf_dbreq_slot) & "10")));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
     fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
@@ -17005,6 +17136,17 @@ begin
         end if;
     end process;
 
+    pf_dbreq_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_dbreq_v <= '0';
+            else
+                pf_dbreq_v <= pf_db_load or (pf_dbreq_v and (not pf_dbreq_grant));
+            end if;
+        end if;
+    end process;
+
     pf_req_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -17037,6 +17179,59 @@ begin
         if rising_edge(clk) then
             if pf_load = '1' then
                 pf_req_two <= pf_two;
+            end if;
+        end if;
+    end process;
+
+    pf_dbreq_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_db_load = '1' then
+                pf_dbreq_slot <= pf_db_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_dbreq_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_db_load = '1' then
+                pf_dbreq_idx <= db_old_pi and std_logic_vector'(
+                    b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
+                    b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
+                );
+            end if;
+        end if;
+    end process;
+
+    pf_dbreq_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_db_load = '1' then
+                pf_dbreq_base <= sq_base_db_rd;
+            end if;
+        end if;
+    end process;
+
+    pf_dbreq_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_db_load = '1' then
+                pf_dbreq_two <= pf_db_two;
             end if;
         end if;
     end process;
@@ -19228,6 +19423,17 @@ begin
         end if;
     end process;
 
+    -- qp_state_d: synchronous write, synchronous read (block RAM)
+    qp_state_d_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if qp_state_we = '1' then
+                qp_state_d(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
+            end if;
+            qp_state_d_rd <= qp_state_d(to_integer(unsigned(dbs_rd_addr)));
+        end if;
+    end process;
+
     -- qp_closed: synchronous write, synchronous read (block RAM)
     qp_closed_ram : process (clk)
     begin
@@ -19331,6 +19537,17 @@ begin
         end if;
     end process;
 
+    -- sq_base_db: synchronous write, synchronous read (block RAM)
+    sq_base_db_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if cmd_create = '1' then
+                sq_base_db(to_integer(unsigned(cmd_num))) <= s_qp_sq_base(63 downto 6);
+            end if;
+            sq_base_db_rd <= sq_base_db(to_integer(unsigned(dbs_rd_addr)));
+        end if;
+    end process;
+
     -- eng: synchronous write, synchronous read (block RAM)
     eng_ram : process (clk)
     begin
@@ -19419,8 +19636,8 @@ begin
     pf_tag_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if pf_load = '1' then
-                pf_tag(to_integer(unsigned(pf_cur_slot))) <= std_logic_vector'(pf_cur_hi & pf_two & pf_next);
+            if (pf_load or pf_db_load) = '1' then
+                pf_tag(to_integer(unsigned(mux(pf_load, pf_cur_slot, pf_db_slot)))) <= mux(pf_load, std_logic_vector'(pf_cur_hi & pf_two & pf_next), std_logic_vector'(pf_db_hi & pf_db_two & db_old_pi));
             end if;
             pf_tag_rd <= pf_tag(to_integer(unsigned(pf_pop_slot)));
         end if;
