@@ -5,9 +5,9 @@ import "math/big"
 // card_tx's WQE prefetcher. As soon as the engine knows a WQE's size
 // (txHdr) on a live QP with more posted behind it, the first block of the
 // QP's next WQE (two when two are posted and do not wrap the ring) is
-// read ahead into a prefetch entry (the QP's number modulo the entries),
-// behind whatever dma_rd already has in flight and ahead of the WQE's own
-// payload reads; the QP's next turn finds it there and starts without a
+// read ahead into the QP's prefetch entry (one per QP, so QPs never evict
+// each other's), behind whatever dma_rd already has in flight and ahead
+// of the WQE's own payload reads; the QP's next turn finds it there and starts without a
 // WQE read, as from a pushed block. The host may not change a posted block
 // before its WQE completes, and the entry is keyed by QP and SQ index, so
 // a block read ahead is the block the engine would have read when it
@@ -23,8 +23,9 @@ import "math/big"
 // in one cycle or its entry has a read in flight.
 
 const (
-	CardTxPrefetch = 64 // prefetch entries (one per QP number modulo 64)
-	cardTxPfTag    = 2  // dma_rd tag bit 1: a prefetch (bits 7:2 its entry)
+	CardTxPrefetch = CardTxQPs // prefetch entries: one per QP
+	cardTxPfTag    = 2         // dma_rd tag bit 1: a prefetch
+	cardTxPfFlight = 128       // read aheads in flight at most (their entries, in issue order)
 )
 
 // txPrefetchIn is what the prefetcher needs of card_tx.
@@ -71,9 +72,21 @@ type txPrefetch struct {
 func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	const E = CardTxPrefetch
 	EB := log2(E)
-	QB := in.QB
-	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, Bits(q, EB-1, 0), "") }
-	hiOf := func(name string, q *Signal) *Signal { return m.WireOf(name, Bits(q, QB-1, EB), "") }
+	if in.QB != EB {
+		panic("gen: card_tx prefetch: one entry per QP")
+	}
+	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, q, "") }
+	// The entries of the read aheads in flight, in issue order: dma_rd
+	// returns requests whole and in that order, so the head names the
+	// entry of the read ahead whose beats come next. Loads stop while it
+	// could not take both request registers.
+	const FB = 7
+	if 1<<FB != cardTxPfFlight {
+		panic("gen: card_tx prefetch flight queue size")
+	}
+	flTail := m.RegDecl("pf_flight_tail", FB+1, "read aheads issued to dma_rd")
+	flHead := m.RegDecl("pf_flight_head", FB+1, "read aheads landed")
+	flRoom := m.WireOf("pf_flight_room", Lt(Sub(flTail, flHead), C(FB+1, cardTxPfFlight-2)), "the flight queue can take both request registers")
 	// Per entry: a read in flight (fl), still wanted (want: not used,
 	// stale or dropped since), and a block held (v). A read is issued only
 	// to an entry with none in flight, so a response lands in the entry
@@ -85,7 +98,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	curHot := oneHot(m, "pf_cur", curSlot, E)
 	reqV := m.RegDecl("pf_req_v", 1, "the engine's read ahead waits for dma_rd")
 	flCur := m.WireOf("pf_cur_inflight", RedOr(And(fl, curHot)), "")
-	load := m.WireOf("pf_load", And(in.load, Not(reqV), Not(flCur)), "a read ahead of the engine's QP's next WQE is queued")
+	load := m.WireOf("pf_load", And(in.load, Not(reqV), Not(flCur), flRoom), "a read ahead of the engine's QP's next WQE is queued")
 	m.Drive(reqV, big.NewInt(0), Or(load, And(reqV, Not(in.reqGrant))), nil)
 	// Two blocks are read when two are posted and they do not wrap the
 	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
@@ -101,7 +114,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
 	dbReqV := m.RegDecl("pf_dbreq_v", 1, "a doorbell's read ahead waits for dma_rd")
 	dbGrant := m.WireOf("pf_dbreq_grant", And(in.reqGrant, Not(reqV)), "")
-	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(dbReqV), Not(RedOr(And(fl, dbHot)))), "a doorbell's read ahead is queued")
+	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(dbReqV), Not(RedOr(And(fl, dbHot))), flRoom), "a doorbell's read ahead is queued")
 	m.Drive(dbReqV, big.NewInt(0), Or(dbLoad, And(dbReqV, Not(dbGrant))), nil)
 	dbTwo := twoOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask)
 	reqSlot := m.Reg("pf_req_slot", EB, nil, curSlot, load, "the engine's read ahead: its entry")
@@ -113,22 +126,22 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	dbReqBase := m.Reg("pf_dbreq_base", 58, nil, in.dbSQBase, dbLoad, "its SQ's base, bits 63:6")
 	dbReqTwo := m.Reg("pf_dbreq_two", 1, nil, dbTwo, dbLoad, "two blocks")
 	popSlot := slotOf("pf_pop_slot", in.popped)
-	// The entry's key: the QP's number above the entry bits, and the
-	// unmasked SQ index the engine will start at.
-	tags := m.Mem("pf_tag", QB-EB+17, E, Or(load, dbLoad), Sel(load, curSlot, dbSlot),
-		Sel(load, Cat(hiOf("pf_cur_hi", in.qp), two, in.next), Cat(hiOf("pf_db_hi", in.dbQP), dbTwo, in.dbNext)), nil, popSlot,
-		"per entry: {QP number's upper bits, two blocks, SQ index} of the blocks read ahead")
+	// The entry's key: the unmasked SQ index the engine will start at.
+	tags := m.Mem("pf_tag", 17, E, Or(load, dbLoad), Sel(load, curSlot, dbSlot),
+		Sel(load, Cat(two, in.next), Cat(dbTwo, in.dbNext)), nil, popSlot,
+		"per entry: {two blocks, SQ index} of the blocks read ahead")
 	// The landing: dma_rd returns requests whole and in issue order, so
 	// a read ahead's beats come together; below 512 bits they are gathered
 	// into a block first.
 	beat := m.WireOf("pf_beat", And(in.rdValid, Bit(in.rdTag, 1)), "dma_rd's beat is a read ahead's")
-	landSlot := m.WireOf("pf_land_slot", Bits(in.rdTag, EB+1, 2), "")
-	var unused []Expr
-	if in.rdTag.W > EB+2 {
-		unused = append(unused, Bits(in.rdTag, in.rdTag.W-1, EB+2))
-	}
+	unused := []Expr{Bit(in.rdTag, 0), RedOr(Bits(in.rdTag, in.rdTag.W-1, 2))}
 	landErr := m.RegDecl("pf_land_err", 1, "a beat of the landing read ahead got an error response")
 	land := m.WireOf("pf_land", And(beat, in.rdLast), "a read ahead's last beat")
+	m.Drive(flTail, big.NewInt(0), Add(flTail, zext(in.reqGrant, FB+1)), nil)
+	flHeadNext := m.WireOf("pf_flight_head_next", Add(flHead, zext(land, FB+1)), "")
+	m.Drive(flHead, big.NewInt(0), flHeadNext, nil)
+	landSlot := m.Mem("pf_flight", EB, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), Sel(reqV, reqSlot, dbReqSlot), nil, Bits(flHeadNext, FB-1, 0),
+		"the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)")
 	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
 	// The beats so far, the latest on top: at the last beat of a two-block
 	// read they are the first 1024-W bits; of a one-block read, the stage's
@@ -157,8 +170,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
 	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
 	// Used or stale: the entry of the QP whose WQE starts, and of a QP
-	// created (whatever QP the entry holds: at worst another QP's read
-	// ahead is lost).
+	// created.
 	clr := m.WireOf("pf_clear_1h", Or(And(curHot, Rep(in.consume, E)), And(createHot, Rep(in.create, E))), "")
 	m.Drive(fl, big.NewInt(0), Or(loadHot, And(fl, Not(land1h))), nil)
 	m.Drive(want, big.NewInt(0), And(Or(loadHot, And(want, Not(land1h))), Not(clr)), nil)
@@ -168,17 +180,14 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	// that block), keyed by the QP and the SQ index its next WQE starts
 	// at. It holds until the next txCtx.
 	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), RedOr(And(v, oneHot(m, "pf_pop", popSlot, E))), nil, "the popped QP's entry held a block")
-	tagHi := m.WireOf("pf_tag_hi", Bits(tags, QB-EB+16, 17), "")
 	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
-	match := m.WireOf("pf_match", And(vPop, Eq(tagHi, hiOf("pf_ctx_hi", in.qp)), Eq(tagIdx, in.ctxNext)), "")
+	match := m.WireOf("pf_match", And(vPop, Eq(tagIdx, in.ctxNext)), "")
 	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
 	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
 	addr := m.WireOf("pf_req_addr", Sel(reqV, Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))),
 		Add(Cat(dbReqBase, C(6, 0)), Cat(C(42, 0), dbReqIdx, C(6, 0)))), "")
-	if len(unused) > 0 {
-		m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
-	}
+	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
 	return txPrefetch{reqV: m.WireOf("pf_any_req", Or(reqV, dbReqV), ""), reqAddr: addr,
-		reqLen: Sel(Sel(reqV, reqTwo, dbReqTwo), C(16, 127), C(16, 63)), reqTag: zext(Cat(Sel(reqV, reqSlot, dbReqSlot), C(2, cardTxPfTag)), in.rdTag.W),
+		reqLen: Sel(Sel(reqV, reqTwo, dbReqTwo), C(16, 127), C(16, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
 		beat: beat, hit: hit, two: hit2, data: data}
 }
