@@ -15,7 +15,7 @@ import (
 
 // CardStatPend is how many entries (status writes, and events of updates
 // that write nothing) wait in card_stat's in-order queue.
-const CardStatPend = 8
+const CardStatPend = 16
 
 // cardStatQPMask keeps a QP number's 10 bits (MAX_QP QPs).
 const cardStatQPMask = cs.MaxQP - 1

@@ -9,7 +9,7 @@ import (
 const (
 	cardStatQPBits = 10  // QP numbers
 	cardStatBytes  = 32  // a QP status record (docs/card.md QPSTAT)
-	cardStatPend   = 8   // status writes and events awaiting their turn
+	cardStatPend   = 16  // status writes and events awaiting their turn
 	cardStatCtx    = 185 // per QP: TXS_PI, RXS_CI, SQ_CI, STATE, TXS_CI, ARM_TX, ARM_RX, TX_CLOSED, RQ_CI, SQ_PI, RXS_PI, RX_FIN, stream ended
 )
 

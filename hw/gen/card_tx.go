@@ -26,7 +26,7 @@ func CardTxGathers(width int) bool {
 const (
 	CardTxQPs        = 1024 // QP contexts
 	CardTxPushSlots  = 4    // pushed blocks held until their WQE is fetched
-	CardTxCplDepth   = 8    // WQEs framed whose completion waits for its ring writes
+	CardTxCplDepth   = 16   // WQEs framed whose completion waits for its ring writes
 	CardTxRingGuard  = 1024 // free TX ring bytes a WQE needs before it starts
 	cardTxRecDepth   = 4    // FPDUs framed whose ring writes are not yet issued
 	cardTxFeedDepth  = 3    // payload words read ahead for ddp_tx

@@ -37,7 +37,7 @@
 -- completion port, m_ev to its event port) only once every status write taken
 -- before it has its write response, so the driver never sees a CQE or an event
 -- before the status record that publishes its indices (the card model writes
--- the record first). Up to 8 entries (status writes and events without a
+-- the record first). Up to 16 entries (status writes and events without a
 -- write) wait in order; the writes of one QP go out in the order of their
 -- updates (dma_wr keeps order), so the latest values win.
 --
@@ -201,7 +201,7 @@ architecture rtl of card_stat_w512 is
     signal st_calc : std_logic := '0';       -- the update acts
     signal st_data : std_logic := '0';       -- the record's beats go to dma_wr
     signal st_idle : std_logic;
-    signal pend_count : std_logic_vector(3 downto 0) := x"0"; -- entries waiting (status writes and events)
+    signal pend_count : std_logic_vector(4 downto 0) := "00000"; -- entries waiting (status writes and events)
     signal pend_room : std_logic;
     signal rr_rx : std_logic := '0';         -- the receive side goes first next time
     signal fatal_q : std_logic := '0';       -- a status write faulted (its DMA_FAULT event is taken): nothing more is written or passed on
@@ -292,8 +292,8 @@ architecture rtl of card_stat_w512 is
     signal dw_done_tag : std_logic_vector(7 downto 0);
     signal dw_done_err : std_logic;
     signal pend_push : std_logic;
-    signal pend_wp : std_logic_vector(2 downto 0) := "000";
-    signal pend_rp : std_logic_vector(2 downto 0) := "000";
+    signal pend_wp : std_logic_vector(3 downto 0) := x"0";
+    signal pend_rp : std_logic_vector(3 downto 0) := x"0";
     signal pend0 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
     signal pend0_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend1 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
@@ -310,13 +310,29 @@ architecture rtl of card_stat_w512 is
     signal pend6_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend7 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
     signal pend7_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend8 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend8_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend9 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend9_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend10 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend10_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend11 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend11_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend12 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend12_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend13 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend13_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend14 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend14_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
+    signal pend15 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend15_addr : std_logic_vector(58 downto 0); -- its record's address, bits 63:5
     signal pend_head : std_logic_vector(197 downto 0);
     signal pend_any : std_logic;
     signal head_write : std_logic;           -- the head is a status write
     signal head_ev : std_logic;              -- the head releases an event
     signal head_cpl : std_logic;             -- the head releases a completion
-    signal done_count : std_logic_vector(3 downto 0) := x"0"; -- write responses the entries have not claimed
-    signal done_errs : std_logic_vector(7 downto 0) := x"00"; -- which unclaimed write responses were errors, oldest in bit 0
+    signal done_count : std_logic_vector(4 downto 0) := "00000"; -- write responses the entries have not claimed
+    signal done_errs : std_logic_vector(15 downto 0) := x"0000"; -- which unclaimed write responses were errors, oldest in bit 0
     signal done_any : std_logic;
     signal head_ready : std_logic;           -- the head's write (if any) has its response
     signal head_faulted : std_logic;         -- the head's status write got an error response: the card stops
@@ -334,8 +350,8 @@ architecture rtl of card_stat_w512 is
     signal ev_ok : std_logic;
     signal pend_pop : std_logic;
     signal done_claim : std_logic;           -- the head's write response is claimed
-    signal done_err_pos : std_logic_vector(3 downto 0); -- where a response arriving now goes, after the claim's shift
-    signal done_errs_shift : std_logic_vector(7 downto 0);
+    signal done_err_pos : std_logic_vector(4 downto 0); -- where a response arriving now goes, after the claim's shift
+    signal done_errs_shift : std_logic_vector(15 downto 0);
     signal fault_taken : std_logic;          -- the DMA_FAULT event is taken: the card stops
     signal head_qpn : std_logic_vector(9 downto 0);
     signal head_addr : std_logic_vector(63 downto 0); -- the head's record address, as written
@@ -357,7 +373,7 @@ architecture rtl of card_stat_w512 is
 begin
     st_idle <= not ((st_read or st_calc) or st_data);
     busy <= (not st_idle) or (or pend_count);
-    pend_room <= b2l(unsigned(pend_count) < unsigned'(x"8"));
+    pend_room <= b2l(unsigned(pend_count) < unsigned'("10000"));
     free <= st_idle and (pend_room or fatal_q);
     take_cmd <= free and qp_cmd_valid;
     take_db <= (free and (not qp_cmd_valid)) and s_db_valid;
@@ -444,8 +460,8 @@ begin
         rec
     );
     pend_push <= (st_calc and (op_writes or op_ev)) and (not fatal_q);
-    pend_head <= mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0)));
-    pend_any <= b2l(pend_count /= x"0");
+    pend_head <= mux(pend_rp(3), mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend15, pend14), mux(pend_rp(0), pend13, pend12)), mux(pend_rp(1), mux(pend_rp(0), pend11, pend10), mux(pend_rp(0), pend9, pend8))), mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0))));
+    pend_any <= b2l(pend_count /= "00000");
     head_write <= pend_head(197);
     head_ev <= pend_head(196);
     head_cpl <= pend_head(182);
@@ -463,14 +479,16 @@ begin
     ev_ok <= ((not head_ev) or ev_taken) or m_ev_ready;
     pend_pop <= ((head_good and cpl_ok) and ev_ok) and end_ok;
     done_claim <= pend_pop and head_write;
-    done_err_pos <= mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'(x"1")), done_count);
-    done_errs_shift <= mux(done_claim, std_logic_vector'('0' & done_errs(7 downto 1)), done_errs);
+    done_err_pos <= mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'("00001")), done_count);
+    done_errs_shift <= mux(done_claim, std_logic_vector'('0' & done_errs(15 downto 1)), done_errs);
     fault_taken <= head_faulted and m_ev_ready;
     fatal <= fatal_q;
     head_qpn <= pend_head(192 downto 183);
     head_addr <= std_logic_vector'(
-        mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7_addr, pend6_addr), mux(pend_rp(0), pend5_addr, pend4_addr)),
-            mux(pend_rp(1), mux(pend_rp(0), pend3_addr, pend2_addr), mux(pend_rp(0), pend1_addr, pend0_addr))) &
+        mux(pend_rp(3), mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend15_addr, pend14_addr), mux(pend_rp(0), pend13_addr,
+            pend12_addr)), mux(pend_rp(1), mux(pend_rp(0), pend11_addr, pend10_addr), mux(pend_rp(0), pend9_addr, pend8_addr))),
+            mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7_addr, pend6_addr), mux(pend_rp(0), pend5_addr, pend4_addr)),
+            mux(pend_rp(1), mux(pend_rp(0), pend3_addr, pend2_addr), mux(pend_rp(0), pend1_addr, pend0_addr)))) &
         "00000"
     );
     m_fault_valid <= fault_taken;
@@ -813,7 +831,7 @@ begin
     pend0_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "000")) = '1' then
+            if (pend_push and b2l(pend_wp = x"0")) = '1' then
                 pend0 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -828,7 +846,7 @@ begin
     pend0_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "000")) = '1' then
+            if (pend_push and b2l(pend_wp = x"0")) = '1' then
                 pend0_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -837,7 +855,7 @@ begin
     pend1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "001")) = '1' then
+            if (pend_push and b2l(pend_wp = x"1")) = '1' then
                 pend1 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -852,7 +870,7 @@ begin
     pend1_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "001")) = '1' then
+            if (pend_push and b2l(pend_wp = x"1")) = '1' then
                 pend1_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -861,7 +879,7 @@ begin
     pend2_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "010")) = '1' then
+            if (pend_push and b2l(pend_wp = x"2")) = '1' then
                 pend2 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -876,7 +894,7 @@ begin
     pend2_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "010")) = '1' then
+            if (pend_push and b2l(pend_wp = x"2")) = '1' then
                 pend2_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -885,7 +903,7 @@ begin
     pend3_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "011")) = '1' then
+            if (pend_push and b2l(pend_wp = x"3")) = '1' then
                 pend3 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -900,7 +918,7 @@ begin
     pend3_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "011")) = '1' then
+            if (pend_push and b2l(pend_wp = x"3")) = '1' then
                 pend3_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -909,7 +927,7 @@ begin
     pend4_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "100")) = '1' then
+            if (pend_push and b2l(pend_wp = x"4")) = '1' then
                 pend4 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -924,7 +942,7 @@ begin
     pend4_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "100")) = '1' then
+            if (pend_push and b2l(pend_wp = x"4")) = '1' then
                 pend4_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -933,7 +951,7 @@ begin
     pend5_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "101")) = '1' then
+            if (pend_push and b2l(pend_wp = x"5")) = '1' then
                 pend5 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -948,7 +966,7 @@ begin
     pend5_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "101")) = '1' then
+            if (pend_push and b2l(pend_wp = x"5")) = '1' then
                 pend5_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -957,7 +975,7 @@ begin
     pend6_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "110")) = '1' then
+            if (pend_push and b2l(pend_wp = x"6")) = '1' then
                 pend6 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -972,7 +990,7 @@ begin
     pend6_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "110")) = '1' then
+            if (pend_push and b2l(pend_wp = x"6")) = '1' then
                 pend6_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
@@ -981,7 +999,7 @@ begin
     pend7_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "111")) = '1' then
+            if (pend_push and b2l(pend_wp = x"7")) = '1' then
                 pend7 <= std_logic_vector'(
                     op_writes &
                     op_ev &
@@ -996,8 +1014,200 @@ begin
     pend7_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (pend_push and b2l(pend_wp = "111")) = '1' then
+            if (pend_push and b2l(pend_wp = x"7")) = '1' then
                 pend7_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend8_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"8")) = '1' then
+                pend8 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend8_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"8")) = '1' then
+                pend8_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend9_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"9")) = '1' then
+                pend9 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend9_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"9")) = '1' then
+                pend9_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend10_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"a")) = '1' then
+                pend10 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend10_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"a")) = '1' then
+                pend10_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend11_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"b")) = '1' then
+                pend11 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend11_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"b")) = '1' then
+                pend11_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend12_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"c")) = '1' then
+                pend12 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend12_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"c")) = '1' then
+                pend12_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend13_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"d")) = '1' then
+                pend13 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend13_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"d")) = '1' then
+                pend13_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend14_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"e")) = '1' then
+                pend14 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend14_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"e")) = '1' then
+                pend14_addr <= dw_req_addr_q(63 downto 5);
+            end if;
+        end if;
+    end process;
+
+    pend15_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"f")) = '1' then
+                pend15 <= std_logic_vector'(
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
+                    op_qpn &
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
+                );
+            end if;
+        end if;
+    end process;
+
+    pend15_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = x"f")) = '1' then
+                pend15_addr <= dw_req_addr_q(63 downto 5);
             end if;
         end if;
     end process;
@@ -1039,9 +1249,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                done_count <= x"0";
+                done_count <= "00000";
             else
-                done_count <= mux(dw_done_valid, mux(done_claim, done_count, std_logic_vector(unsigned(done_count) + unsigned'(x"1"))), mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'(x"1")), done_count));
+                done_count <= mux(dw_done_valid, mux(done_claim, done_count, std_logic_vector(unsigned(done_count) + unsigned'("00001"))), mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'("00001")), done_count));
             end if;
         end if;
     end process;
@@ -1050,17 +1260,25 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                done_errs <= x"00";
+                done_errs <= x"0000";
             else
                 done_errs <= std_logic_vector'(
-                    mux(dw_done_valid and b2l(done_err_pos = x"7"), dw_done_err, done_errs_shift(7)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"6"), dw_done_err, done_errs_shift(6)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"5"), dw_done_err, done_errs_shift(5)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"4"), dw_done_err, done_errs_shift(4)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"3"), dw_done_err, done_errs_shift(3)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"2"), dw_done_err, done_errs_shift(2)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"1"), dw_done_err, done_errs_shift(1)) &
-                    mux(dw_done_valid and b2l(done_err_pos = x"0"), dw_done_err, done_errs_shift(0))
+                    mux(dw_done_valid and b2l(done_err_pos = "01111"), dw_done_err, done_errs_shift(15)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01110"), dw_done_err, done_errs_shift(14)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01101"), dw_done_err, done_errs_shift(13)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01100"), dw_done_err, done_errs_shift(12)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01011"), dw_done_err, done_errs_shift(11)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01010"), dw_done_err, done_errs_shift(10)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01001"), dw_done_err, done_errs_shift(9)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "01000"), dw_done_err, done_errs_shift(8)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00111"), dw_done_err, done_errs_shift(7)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00110"), dw_done_err, done_errs_shift(6)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00101"), dw_done_err, done_errs_shift(5)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00100"), dw_done_err, done_errs_shift(4)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00011"), dw_done_err, done_errs_shift(3)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00010"), dw_done_err, done_errs_shift(2)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00001"), dw_done_err, done_errs_shift(1)) &
+                    mux(dw_done_valid and b2l(done_err_pos = "00000"), dw_done_err, done_errs_shift(0))
                 );
             end if;
         end if;
@@ -1081,9 +1299,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_wp <= "000";
+                pend_wp <= x"0";
             elsif pend_push = '1' then
-                pend_wp <= std_logic_vector(unsigned(pend_wp) + unsigned'("001"));
+                pend_wp <= std_logic_vector(unsigned(pend_wp) + unsigned'(x"1"));
             end if;
         end if;
     end process;
@@ -1092,9 +1310,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_rp <= "000";
+                pend_rp <= x"0";
             elsif pend_pop = '1' then
-                pend_rp <= std_logic_vector(unsigned(pend_rp) + unsigned'("001"));
+                pend_rp <= std_logic_vector(unsigned(pend_rp) + unsigned'(x"1"));
             end if;
         end if;
     end process;
@@ -1103,9 +1321,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_count <= x"0";
+                pend_count <= "00000";
             else
-                pend_count <= std_logic_vector(unsigned(std_logic_vector(unsigned(pend_count) + unsigned(std_logic_vector'("000" & pend_push)))) - unsigned(std_logic_vector'("000" & pend_pop)));
+                pend_count <= std_logic_vector(unsigned(std_logic_vector(unsigned(pend_count) + unsigned(std_logic_vector'(x"0" & pend_push)))) - unsigned(std_logic_vector'(x"0" & pend_pop)));
             end if;
         end if;
     end process;

@@ -37,7 +37,7 @@
 // completion port, m_ev to its event port) only once every status write taken
 // before it has its write response, so the driver never sees a CQE or an event
 // before the status record that publishes its indices (the card model writes
-// the record first). Up to 8 entries (status writes and events without a
+// the record first). Up to 16 entries (status writes and events without a
 // write) wait in order; the writes of one QP go out in the order of their
 // updates (dma_wr keeps order), so the latest values win.
 //
@@ -170,7 +170,7 @@ module card_stat_w64 (
     reg            st_calc;                  // the update acts
     reg            st_data;                  // the record's beats go to dma_wr
     wire           st_idle;
-    reg  [3:0]     pend_count;               // entries waiting (status writes and events)
+    reg  [4:0]     pend_count;               // entries waiting (status writes and events)
     wire           pend_room;
     reg            rr_rx;                    // the receive side goes first next time
     reg            fatal_q;                  // a status write faulted (its DMA_FAULT event is taken): nothing more is written or passed on
@@ -261,8 +261,8 @@ module card_stat_w64 (
     wire [7:0]     dw_done_tag;
     wire           dw_done_err;
     wire           pend_push;
-    reg  [2:0]     pend_wp;
-    reg  [2:0]     pend_rp;
+    reg  [3:0]     pend_wp;
+    reg  [3:0]     pend_rp;
     reg  [197:0]   pend0;                    // {write, event, event code, QPN, completion}
     reg  [58:0]    pend0_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend1;                    // {write, event, event code, QPN, completion}
@@ -279,13 +279,29 @@ module card_stat_w64 (
     reg  [58:0]    pend6_addr;               // its record's address, bits 63:5
     reg  [197:0]   pend7;                    // {write, event, event code, QPN, completion}
     reg  [58:0]    pend7_addr;               // its record's address, bits 63:5
+    reg  [197:0]   pend8;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend8_addr;               // its record's address, bits 63:5
+    reg  [197:0]   pend9;                    // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend9_addr;               // its record's address, bits 63:5
+    reg  [197:0]   pend10;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend10_addr;              // its record's address, bits 63:5
+    reg  [197:0]   pend11;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend11_addr;              // its record's address, bits 63:5
+    reg  [197:0]   pend12;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend12_addr;              // its record's address, bits 63:5
+    reg  [197:0]   pend13;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend13_addr;              // its record's address, bits 63:5
+    reg  [197:0]   pend14;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend14_addr;              // its record's address, bits 63:5
+    reg  [197:0]   pend15;                   // {write, event, event code, QPN, completion}
+    reg  [58:0]    pend15_addr;              // its record's address, bits 63:5
     wire [197:0]   pend_head;
     wire           pend_any;
     wire           head_write;               // the head is a status write
     wire           head_ev;                  // the head releases an event
     wire           head_cpl;                 // the head releases a completion
-    reg  [3:0]     done_count;               // write responses the entries have not claimed
-    reg  [7:0]     done_errs;                // which unclaimed write responses were errors, oldest in bit 0
+    reg  [4:0]     done_count;               // write responses the entries have not claimed
+    reg  [15:0]    done_errs;                // which unclaimed write responses were errors, oldest in bit 0
     wire           done_any;
     wire           head_ready;               // the head's write (if any) has its response
     wire           head_faulted;             // the head's status write got an error response: the card stops
@@ -303,8 +319,8 @@ module card_stat_w64 (
     wire           ev_ok;
     wire           pend_pop;
     wire           done_claim;               // the head's write response is claimed
-    wire [3:0]     done_err_pos;             // where a response arriving now goes, after the claim's shift
-    wire [7:0]     done_errs_shift;
+    wire [4:0]     done_err_pos;             // where a response arriving now goes, after the claim's shift
+    wire [15:0]    done_errs_shift;
     wire           fault_taken;              // the DMA_FAULT event is taken: the card stops
     wire [9:0]     head_qpn;
     wire [63:0]    head_addr;                // the head's record address, as written
@@ -325,7 +341,7 @@ module card_stat_w64 (
 
     assign st_idle = ~((st_read | st_calc) | st_data);
     assign busy = ~st_idle | |pend_count;
-    assign pend_room = pend_count < 4'h8;
+    assign pend_room = pend_count < 5'h10;
     assign free = st_idle & (pend_room | fatal_q);
     assign take_cmd = free & qp_cmd_valid;
     assign take_db = (free & ~qp_cmd_valid) & s_db_valid;
@@ -409,8 +425,8 @@ module card_stat_w64 (
     assign data_done = dw_s_take & beat_last;
     assign dw_s_data = beat[1] ? (beat[0] ? 64'h0000000000000000 : 64'h0000000000000000) : (beat[0] ? rec[127:64] : rec[63:0]);
     assign pend_push = (st_calc & (op_writes | op_ev)) & ~fatal_q;
-    assign pend_head = pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0));
-    assign pend_any = pend_count != 4'h0;
+    assign pend_head = pend_rp[3] ? (pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend15 : pend14) : (pend_rp[0] ? pend13 : pend12)) : (pend_rp[1] ? (pend_rp[0] ? pend11 : pend10) : (pend_rp[0] ? pend9 : pend8))) : (pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0)));
+    assign pend_any = pend_count != 5'h00;
     assign head_write = pend_head[197];
     assign head_ev = pend_head[196];
     assign head_cpl = pend_head[182];
@@ -428,14 +444,16 @@ module card_stat_w64 (
     assign ev_ok = (~head_ev | ev_taken) | m_ev_ready;
     assign pend_pop = ((head_good & cpl_ok) & ev_ok) & end_ok;
     assign done_claim = pend_pop & head_write;
-    assign done_err_pos = done_claim ? (done_count - 4'h1) : done_count;
-    assign done_errs_shift = done_claim ? {1'h0, done_errs[7:1]} : done_errs;
+    assign done_err_pos = done_claim ? (done_count - 5'h01) : done_count;
+    assign done_errs_shift = done_claim ? {1'h0, done_errs[15:1]} : done_errs;
     assign fault_taken = head_faulted & m_ev_ready;
     assign fatal = fatal_q;
     assign head_qpn = pend_head[192:183];
     assign head_addr = {
-        pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7_addr : pend6_addr) : (pend_rp[0] ? pend5_addr : pend4_addr)) :
-            (pend_rp[1] ? (pend_rp[0] ? pend3_addr : pend2_addr) : (pend_rp[0] ? pend1_addr : pend0_addr)),
+        pend_rp[3] ? (pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend15_addr : pend14_addr) : (pend_rp[0] ? pend13_addr :
+            pend12_addr)) : (pend_rp[1] ? (pend_rp[0] ? pend11_addr : pend10_addr) : (pend_rp[0] ? pend9_addr : pend8_addr))) :
+            (pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7_addr : pend6_addr) : (pend_rp[0] ? pend5_addr : pend4_addr)) :
+            (pend_rp[1] ? (pend_rp[0] ? pend3_addr : pend2_addr) : (pend_rp[0] ? pend1_addr : pend0_addr))),
         5'h00
     };
     assign m_fault_valid = fault_taken;
@@ -681,98 +699,194 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h0)) begin
+        if (pend_push & (pend_wp == 4'h0)) begin
             pend0 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h0)) begin
+        if (pend_push & (pend_wp == 4'h0)) begin
             pend0_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h1)) begin
+        if (pend_push & (pend_wp == 4'h1)) begin
             pend1 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h1)) begin
+        if (pend_push & (pend_wp == 4'h1)) begin
             pend1_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h2)) begin
+        if (pend_push & (pend_wp == 4'h2)) begin
             pend2 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h2)) begin
+        if (pend_push & (pend_wp == 4'h2)) begin
             pend2_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h3)) begin
+        if (pend_push & (pend_wp == 4'h3)) begin
             pend3 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h3)) begin
+        if (pend_push & (pend_wp == 4'h3)) begin
             pend3_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h4)) begin
+        if (pend_push & (pend_wp == 4'h4)) begin
             pend4 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h4)) begin
+        if (pend_push & (pend_wp == 4'h4)) begin
             pend4_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h5)) begin
+        if (pend_push & (pend_wp == 4'h5)) begin
             pend5 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h5)) begin
+        if (pend_push & (pend_wp == 4'h5)) begin
             pend5_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h6)) begin
+        if (pend_push & (pend_wp == 4'h6)) begin
             pend6 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h6)) begin
+        if (pend_push & (pend_wp == 4'h6)) begin
             pend6_addr <= dw_req_addr_q[63:5];
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h7)) begin
+        if (pend_push & (pend_wp == 4'h7)) begin
             pend7 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
-        if (pend_push & (pend_wp == 3'h7)) begin
+        if (pend_push & (pend_wp == 4'h7)) begin
             pend7_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'h8)) begin
+            pend8 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'h8)) begin
+            pend8_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'h9)) begin
+            pend9 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'h9)) begin
+            pend9_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'ha)) begin
+            pend10 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'ha)) begin
+            pend10_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hb)) begin
+            pend11 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hb)) begin
+            pend11_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hc)) begin
+            pend12 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hc)) begin
+            pend12_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hd)) begin
+            pend13 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hd)) begin
+            pend13_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'he)) begin
+            pend14 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'he)) begin
+            pend14_addr <= dw_req_addr_q[63:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hf)) begin
+            pend15 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 4'hf)) begin
+            pend15_addr <= dw_req_addr_q[63:5];
         end
     end
 
@@ -802,25 +916,33 @@ module card_stat_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            done_count <= 4'h0;
+            done_count <= 5'h00;
         end else begin
-            done_count <= dw_done_valid ? (done_claim ? done_count : (done_count + 4'h1)) : (done_claim ? (done_count - 4'h1) : done_count);
+            done_count <= dw_done_valid ? (done_claim ? done_count : (done_count + 5'h01)) : (done_claim ? (done_count - 5'h01) : done_count);
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            done_errs <= 8'h00;
+            done_errs <= 16'h0000;
         end else begin
             done_errs <= {
-                (dw_done_valid & (done_err_pos == 4'h7)) ? dw_done_err : done_errs_shift[7],
-                (dw_done_valid & (done_err_pos == 4'h6)) ? dw_done_err : done_errs_shift[6],
-                (dw_done_valid & (done_err_pos == 4'h5)) ? dw_done_err : done_errs_shift[5],
-                (dw_done_valid & (done_err_pos == 4'h4)) ? dw_done_err : done_errs_shift[4],
-                (dw_done_valid & (done_err_pos == 4'h3)) ? dw_done_err : done_errs_shift[3],
-                (dw_done_valid & (done_err_pos == 4'h2)) ? dw_done_err : done_errs_shift[2],
-                (dw_done_valid & (done_err_pos == 4'h1)) ? dw_done_err : done_errs_shift[1],
-                (dw_done_valid & (done_err_pos == 4'h0)) ? dw_done_err : done_errs_shift[0]
+                (dw_done_valid & (done_err_pos == 5'h0f)) ? dw_done_err : done_errs_shift[15],
+                (dw_done_valid & (done_err_pos == 5'h0e)) ? dw_done_err : done_errs_shift[14],
+                (dw_done_valid & (done_err_pos == 5'h0d)) ? dw_done_err : done_errs_shift[13],
+                (dw_done_valid & (done_err_pos == 5'h0c)) ? dw_done_err : done_errs_shift[12],
+                (dw_done_valid & (done_err_pos == 5'h0b)) ? dw_done_err : done_errs_shift[11],
+                (dw_done_valid & (done_err_pos == 5'h0a)) ? dw_done_err : done_errs_shift[10],
+                (dw_done_valid & (done_err_pos == 5'h09)) ? dw_done_err : done_errs_shift[9],
+                (dw_done_valid & (done_err_pos == 5'h08)) ? dw_done_err : done_errs_shift[8],
+                (dw_done_valid & (done_err_pos == 5'h07)) ? dw_done_err : done_errs_shift[7],
+                (dw_done_valid & (done_err_pos == 5'h06)) ? dw_done_err : done_errs_shift[6],
+                (dw_done_valid & (done_err_pos == 5'h05)) ? dw_done_err : done_errs_shift[5],
+                (dw_done_valid & (done_err_pos == 5'h04)) ? dw_done_err : done_errs_shift[4],
+                (dw_done_valid & (done_err_pos == 5'h03)) ? dw_done_err : done_errs_shift[3],
+                (dw_done_valid & (done_err_pos == 5'h02)) ? dw_done_err : done_errs_shift[2],
+                (dw_done_valid & (done_err_pos == 5'h01)) ? dw_done_err : done_errs_shift[1],
+                (dw_done_valid & (done_err_pos == 5'h00)) ? dw_done_err : done_errs_shift[0]
             };
         end
     end
@@ -835,25 +957,25 @@ module card_stat_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pend_wp <= 3'h0;
+            pend_wp <= 4'h0;
         end else if (pend_push) begin
-            pend_wp <= pend_wp + 3'h1;
+            pend_wp <= pend_wp + 4'h1;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            pend_rp <= 3'h0;
+            pend_rp <= 4'h0;
         end else if (pend_pop) begin
-            pend_rp <= pend_rp + 3'h1;
+            pend_rp <= pend_rp + 4'h1;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            pend_count <= 4'h0;
+            pend_count <= 5'h00;
         end else begin
-            pend_count <= (pend_count + {3'h0, pend_push}) - {3'h0, pend_pop};
+            pend_count <= (pend_count + {4'h0, pend_push}) - {4'h0, pend_pop};
         end
     end
 

@@ -1185,7 +1185,7 @@ module card_tx_w512 (
     wire [4:0]     wr_done_err_burst;        // the request's first refused burst
     wire           wr_done_ready;            // a completion is taken (an error one waits, below)
     wire           wr_done_go;
-    wire [3:0]     cq_pop;
+    wire [4:0]     cq_pop;
     wire           read_sent;                // the WQE is a Read whose Read Request went (or goes) out
     wire           wqe_retires;              // a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
@@ -1211,7 +1211,7 @@ module card_tx_w512 (
     wire [31:0]    rev_src_stag;
     wire [63:0]    rev_src_to;
     wire [255:0]   rev_rr32;                 // the Read Request's RDMAP header, byte 0 in bits 7:0 (zero past its 28 octets)
-    reg  [3:0]     cq_count;                 // entries held in cq
+    reg  [4:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
     reg  [9:0]     cq0_qpn;
@@ -1356,7 +1356,151 @@ module card_tx_w512 (
     reg            cq7_cut;
     reg            cq7_wqe;
     reg            cq7_silent;
-    wire [3:0]     cq_wpos;                  // where a pushed entry goes
+    reg            cq8_cqe;
+    reg  [9:0]     cq8_cq;
+    reg  [9:0]     cq8_qpn;
+    reg  [63:0]    cq8_wr_id;
+    reg  [2:0]     cq8_op;
+    reg  [31:0]    cq8_len;
+    reg  [15:0]    cq8_sq_ci;
+    reg  [31:0]    cq8_txs_pi;
+    reg            cq8_noring;
+    reg            cq8_flush;
+    reg            cq8_prot;
+    reg            cq8_rrd;
+    reg            cq8_term;
+    reg  [15:0]    cq8_blame;
+    reg            cq8_mal;
+    reg            cq8_cut;
+    reg            cq8_wqe;
+    reg            cq8_silent;
+    reg            cq9_cqe;
+    reg  [9:0]     cq9_cq;
+    reg  [9:0]     cq9_qpn;
+    reg  [63:0]    cq9_wr_id;
+    reg  [2:0]     cq9_op;
+    reg  [31:0]    cq9_len;
+    reg  [15:0]    cq9_sq_ci;
+    reg  [31:0]    cq9_txs_pi;
+    reg            cq9_noring;
+    reg            cq9_flush;
+    reg            cq9_prot;
+    reg            cq9_rrd;
+    reg            cq9_term;
+    reg  [15:0]    cq9_blame;
+    reg            cq9_mal;
+    reg            cq9_cut;
+    reg            cq9_wqe;
+    reg            cq9_silent;
+    reg            cq10_cqe;
+    reg  [9:0]     cq10_cq;
+    reg  [9:0]     cq10_qpn;
+    reg  [63:0]    cq10_wr_id;
+    reg  [2:0]     cq10_op;
+    reg  [31:0]    cq10_len;
+    reg  [15:0]    cq10_sq_ci;
+    reg  [31:0]    cq10_txs_pi;
+    reg            cq10_noring;
+    reg            cq10_flush;
+    reg            cq10_prot;
+    reg            cq10_rrd;
+    reg            cq10_term;
+    reg  [15:0]    cq10_blame;
+    reg            cq10_mal;
+    reg            cq10_cut;
+    reg            cq10_wqe;
+    reg            cq10_silent;
+    reg            cq11_cqe;
+    reg  [9:0]     cq11_cq;
+    reg  [9:0]     cq11_qpn;
+    reg  [63:0]    cq11_wr_id;
+    reg  [2:0]     cq11_op;
+    reg  [31:0]    cq11_len;
+    reg  [15:0]    cq11_sq_ci;
+    reg  [31:0]    cq11_txs_pi;
+    reg            cq11_noring;
+    reg            cq11_flush;
+    reg            cq11_prot;
+    reg            cq11_rrd;
+    reg            cq11_term;
+    reg  [15:0]    cq11_blame;
+    reg            cq11_mal;
+    reg            cq11_cut;
+    reg            cq11_wqe;
+    reg            cq11_silent;
+    reg            cq12_cqe;
+    reg  [9:0]     cq12_cq;
+    reg  [9:0]     cq12_qpn;
+    reg  [63:0]    cq12_wr_id;
+    reg  [2:0]     cq12_op;
+    reg  [31:0]    cq12_len;
+    reg  [15:0]    cq12_sq_ci;
+    reg  [31:0]    cq12_txs_pi;
+    reg            cq12_noring;
+    reg            cq12_flush;
+    reg            cq12_prot;
+    reg            cq12_rrd;
+    reg            cq12_term;
+    reg  [15:0]    cq12_blame;
+    reg            cq12_mal;
+    reg            cq12_cut;
+    reg            cq12_wqe;
+    reg            cq12_silent;
+    reg            cq13_cqe;
+    reg  [9:0]     cq13_cq;
+    reg  [9:0]     cq13_qpn;
+    reg  [63:0]    cq13_wr_id;
+    reg  [2:0]     cq13_op;
+    reg  [31:0]    cq13_len;
+    reg  [15:0]    cq13_sq_ci;
+    reg  [31:0]    cq13_txs_pi;
+    reg            cq13_noring;
+    reg            cq13_flush;
+    reg            cq13_prot;
+    reg            cq13_rrd;
+    reg            cq13_term;
+    reg  [15:0]    cq13_blame;
+    reg            cq13_mal;
+    reg            cq13_cut;
+    reg            cq13_wqe;
+    reg            cq13_silent;
+    reg            cq14_cqe;
+    reg  [9:0]     cq14_cq;
+    reg  [9:0]     cq14_qpn;
+    reg  [63:0]    cq14_wr_id;
+    reg  [2:0]     cq14_op;
+    reg  [31:0]    cq14_len;
+    reg  [15:0]    cq14_sq_ci;
+    reg  [31:0]    cq14_txs_pi;
+    reg            cq14_noring;
+    reg            cq14_flush;
+    reg            cq14_prot;
+    reg            cq14_rrd;
+    reg            cq14_term;
+    reg  [15:0]    cq14_blame;
+    reg            cq14_mal;
+    reg            cq14_cut;
+    reg            cq14_wqe;
+    reg            cq14_silent;
+    reg            cq15_cqe;
+    reg  [9:0]     cq15_cq;
+    reg  [9:0]     cq15_qpn;
+    reg  [63:0]    cq15_wr_id;
+    reg  [2:0]     cq15_op;
+    reg  [31:0]    cq15_len;
+    reg  [15:0]    cq15_sq_ci;
+    reg  [31:0]    cq15_txs_pi;
+    reg            cq15_noring;
+    reg            cq15_flush;
+    reg            cq15_prot;
+    reg            cq15_rrd;
+    reg            cq15_term;
+    reg  [15:0]    cq15_blame;
+    reg            cq15_mal;
+    reg            cq15_cut;
+    reg            cq15_wqe;
+    reg            cq15_silent;
+    wire [4:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
     wire           cq2_push;
@@ -1365,6 +1509,14 @@ module card_tx_w512 (
     wire           cq5_push;
     wire           cq6_push;
     wire           cq7_push;
+    wire           cq8_push;
+    wire           cq9_push;
+    wire           cq10_push;
+    wire           cq11_push;
+    wire           cq12_push;
+    wire           cq13_push;
+    wire           cq14_push;
+    wire           cq15_push;
     reg  [3:0]     cpl_written;              // WQEs whose ring writes are done, not yet out
     reg            cpl_v;
     wire           cpl_free;
@@ -16715,16 +16867,24 @@ module card_tx_w512 (
     assign eng_term_cause = rsp_fault ? rev_cause : 16'h00ff;
     assign eng_term_rec = rsp_fault ? {1'h0, rev_rr32[223:0], rrp_data_rd[367:224], 16'h002e, rev_cause} : 401'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff;
     assign cq_wpos = cq_count - cq_pop;
-    assign cq0_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h0);
-    assign cq1_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h1);
-    assign cq2_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h2);
-    assign cq3_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h3);
-    assign cq4_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h4);
-    assign cq5_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h5);
-    assign cq6_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h6);
-    assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h7);
-    assign cpl_room = cq_count < 4'h8;
-    assign pub_slot = cq_count < 4'h7;
+    assign cq0_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h00);
+    assign cq1_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h01);
+    assign cq2_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h02);
+    assign cq3_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h03);
+    assign cq4_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h04);
+    assign cq5_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h05);
+    assign cq6_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h06);
+    assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h07);
+    assign cq8_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h08);
+    assign cq9_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h09);
+    assign cq10_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0a);
+    assign cq11_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0b);
+    assign cq12_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0c);
+    assign cq13_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0d);
+    assign cq14_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0e);
+    assign cq15_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 5'h0f);
+    assign cpl_room = cq_count < 5'h10;
+    assign pub_slot = cq_count < 5'h0f;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
     assign wr_done_last = wr_done_go & wr_done_tag[0];
@@ -18819,7 +18979,7 @@ module card_tx_w512 (
     assign cpl_load = (((cpl_free & rreq_done_free) & |cq_count) & ~rf_busy) & cpl_head_done;
     assign m_rreq_done_valid = rreq_done_v;
     assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
-    assign cq_pop = {3'h0, cpl_load};
+    assign cq_pop = {4'h0, cpl_load};
     assign m_cpl_valid = cpl_v;
     assign m_cpl_cqe = cpl_cqe_q;
     assign m_cpl_keep_txs = cpl_keep_txs_q;
@@ -18836,7 +18996,7 @@ module card_tx_w512 (
     assign ab_beyond = (ab_v & (cq0_qpn == ab_qp)) & ab_diff[31];
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign m_cpl_term = cpl_term_q;
-    assign m_owed = (((((((((((((((((((((((((1'h0 | (rrp0_v & (rrp0_qp == s_owed_qpn))) | (rrp1_v & (rrp1_qp == s_owed_qpn))) | (rrp2_v & (rrp2_qp == s_owed_qpn))) | (rrp3_v & (rrp3_qp == s_owed_qpn))) | (rrp4_v & (rrp4_qp == s_owed_qpn))) | (rrp5_v & (rrp5_qp == s_owed_qpn))) | (rrp6_v & (rrp6_qp == s_owed_qpn))) | (rrp7_v & (rrp7_qp == s_owed_qpn))) | (rrp8_v & (rrp8_qp == s_owed_qpn))) | (rrp9_v & (rrp9_qp == s_owed_qpn))) | (rrp10_v & (rrp10_qp == s_owed_qpn))) | (rrp11_v & (rrp11_qp == s_owed_qpn))) | (rrp12_v & (rrp12_qp == s_owed_qpn))) | (rrp13_v & (rrp13_qp == s_owed_qpn))) | (rrp14_v & (rrp14_qp == s_owed_qpn))) | (rrp15_v & (rrp15_qp == s_owed_qpn))) | ((rsp_mode & (cur_qp == s_owed_qpn)) & ~(((in_state0 | in_state1) | in_state2) | in_state3))) | ((cpl_v & cpl_rrd_q) & (cpl_qpn_q == s_owed_qpn))) | (((4'h0 < cq_count) & cq0_rrd) & (cq0_qpn == s_owed_qpn))) | (((4'h1 < cq_count) & cq1_rrd) & (cq1_qpn == s_owed_qpn))) | (((4'h2 < cq_count) & cq2_rrd) & (cq2_qpn == s_owed_qpn))) | (((4'h3 < cq_count) & cq3_rrd) & (cq3_qpn == s_owed_qpn))) | (((4'h4 < cq_count) & cq4_rrd) & (cq4_qpn == s_owed_qpn))) | (((4'h5 < cq_count) & cq5_rrd) & (cq5_qpn == s_owed_qpn))) | (((4'h6 < cq_count) & cq6_rrd) & (cq6_qpn == s_owed_qpn))) | (((4'h7 < cq_count) & cq7_rrd) & (cq7_qpn == s_owed_qpn));
+    assign m_owed = (((((((((((((((((((((((((((((((((1'h0 | (rrp0_v & (rrp0_qp == s_owed_qpn))) | (rrp1_v & (rrp1_qp == s_owed_qpn))) | (rrp2_v & (rrp2_qp == s_owed_qpn))) | (rrp3_v & (rrp3_qp == s_owed_qpn))) | (rrp4_v & (rrp4_qp == s_owed_qpn))) | (rrp5_v & (rrp5_qp == s_owed_qpn))) | (rrp6_v & (rrp6_qp == s_owed_qpn))) | (rrp7_v & (rrp7_qp == s_owed_qpn))) | (rrp8_v & (rrp8_qp == s_owed_qpn))) | (rrp9_v & (rrp9_qp == s_owed_qpn))) | (rrp10_v & (rrp10_qp == s_owed_qpn))) | (rrp11_v & (rrp11_qp == s_owed_qpn))) | (rrp12_v & (rrp12_qp == s_owed_qpn))) | (rrp13_v & (rrp13_qp == s_owed_qpn))) | (rrp14_v & (rrp14_qp == s_owed_qpn))) | (rrp15_v & (rrp15_qp == s_owed_qpn))) | ((rsp_mode & (cur_qp == s_owed_qpn)) & ~(((in_state0 | in_state1) | in_state2) | in_state3))) | ((cpl_v & cpl_rrd_q) & (cpl_qpn_q == s_owed_qpn))) | (((5'h00 < cq_count) & cq0_rrd) & (cq0_qpn == s_owed_qpn))) | (((5'h01 < cq_count) & cq1_rrd) & (cq1_qpn == s_owed_qpn))) | (((5'h02 < cq_count) & cq2_rrd) & (cq2_qpn == s_owed_qpn))) | (((5'h03 < cq_count) & cq3_rrd) & (cq3_qpn == s_owed_qpn))) | (((5'h04 < cq_count) & cq4_rrd) & (cq4_qpn == s_owed_qpn))) | (((5'h05 < cq_count) & cq5_rrd) & (cq5_qpn == s_owed_qpn))) | (((5'h06 < cq_count) & cq6_rrd) & (cq6_qpn == s_owed_qpn))) | (((5'h07 < cq_count) & cq7_rrd) & (cq7_qpn == s_owed_qpn))) | (((5'h08 < cq_count) & cq8_rrd) & (cq8_qpn == s_owed_qpn))) | (((5'h09 < cq_count) & cq9_rrd) & (cq9_qpn == s_owed_qpn))) | (((5'h0a < cq_count) & cq10_rrd) & (cq10_qpn == s_owed_qpn))) | (((5'h0b < cq_count) & cq11_rrd) & (cq11_qpn == s_owed_qpn))) | (((5'h0c < cq_count) & cq12_rrd) & (cq12_qpn == s_owed_qpn))) | (((5'h0d < cq_count) & cq13_rrd) & (cq13_qpn == s_owed_qpn))) | (((5'h0e < cq_count) & cq14_rrd) & (cq14_qpn == s_owed_qpn))) | (((5'h0f < cq_count) & cq15_rrd) & (cq15_qpn == s_owed_qpn));
     assign stat_dma_err = dma_err_q;
     assign op_is_send = ~(((((op_write | op_read) | op_mop) | ret_or_flush) | prot) | term_mode);
     assign read_started = read_sent & ~ret_or_flush;
@@ -21911,586 +22071,1162 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            cq_count <= 4'h0;
+            cq_count <= 5'h00;
         end else begin
-            cq_count <= cq_wpos + {3'h0, (in_state11 & ~no_record) | pub_go};
+            cq_count <= cq_wpos + {4'h0, (in_state11 & ~no_record) | pub_go};
         end
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq1_cqe : ((cq_pop == 5'h02) ? cq2_cqe : ((cq_pop == 5'h03) ? cq3_cqe : ((cq_pop == 5'h04) ? cq4_cqe : ((cq_pop == 5'h05) ? cq5_cqe : ((cq_pop == 5'h06) ? cq6_cqe : ((cq_pop == 5'h07) ? cq7_cqe : ((cq_pop == 5'h08) ? cq8_cqe : ((cq_pop == 5'h09) ? cq9_cqe : ((cq_pop == 5'h0a) ? cq10_cqe : ((cq_pop == 5'h0b) ? cq11_cqe : ((cq_pop == 5'h0c) ? cq12_cqe : ((cq_pop == 5'h0d) ? cq13_cqe : ((cq_pop == 5'h0e) ? cq14_cqe : ((cq_pop == 5'h0f) ? cq15_cqe : cq0_cqe)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_cq <= cq0_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq1_cq : ((cq_pop == 4'h2) ? cq2_cq : ((cq_pop == 4'h3) ? cq3_cq : ((cq_pop == 4'h4) ? cq4_cq : ((cq_pop == 4'h5) ? cq5_cq : ((cq_pop == 4'h6) ? cq6_cq : ((cq_pop == 4'h7) ? cq7_cq : cq0_cq)))))));
+        cq0_cq <= cq0_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq1_cq : ((cq_pop == 5'h02) ? cq2_cq : ((cq_pop == 5'h03) ? cq3_cq : ((cq_pop == 5'h04) ? cq4_cq : ((cq_pop == 5'h05) ? cq5_cq : ((cq_pop == 5'h06) ? cq6_cq : ((cq_pop == 5'h07) ? cq7_cq : ((cq_pop == 5'h08) ? cq8_cq : ((cq_pop == 5'h09) ? cq9_cq : ((cq_pop == 5'h0a) ? cq10_cq : ((cq_pop == 5'h0b) ? cq11_cq : ((cq_pop == 5'h0c) ? cq12_cq : ((cq_pop == 5'h0d) ? cq13_cq : ((cq_pop == 5'h0e) ? cq14_cq : ((cq_pop == 5'h0f) ? cq15_cq : cq0_cq)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_qpn <= cq0_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq1_qpn : ((cq_pop == 4'h2) ? cq2_qpn : ((cq_pop == 4'h3) ? cq3_qpn : ((cq_pop == 4'h4) ? cq4_qpn : ((cq_pop == 4'h5) ? cq5_qpn : ((cq_pop == 4'h6) ? cq6_qpn : ((cq_pop == 4'h7) ? cq7_qpn : cq0_qpn)))))));
+        cq0_qpn <= cq0_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq1_qpn : ((cq_pop == 5'h02) ? cq2_qpn : ((cq_pop == 5'h03) ? cq3_qpn : ((cq_pop == 5'h04) ? cq4_qpn : ((cq_pop == 5'h05) ? cq5_qpn : ((cq_pop == 5'h06) ? cq6_qpn : ((cq_pop == 5'h07) ? cq7_qpn : ((cq_pop == 5'h08) ? cq8_qpn : ((cq_pop == 5'h09) ? cq9_qpn : ((cq_pop == 5'h0a) ? cq10_qpn : ((cq_pop == 5'h0b) ? cq11_qpn : ((cq_pop == 5'h0c) ? cq12_qpn : ((cq_pop == 5'h0d) ? cq13_qpn : ((cq_pop == 5'h0e) ? cq14_qpn : ((cq_pop == 5'h0f) ? cq15_qpn : cq0_qpn)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_wr_id <= cq0_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq1_wr_id : ((cq_pop == 4'h2) ? cq2_wr_id : ((cq_pop == 4'h3) ? cq3_wr_id : ((cq_pop == 4'h4) ? cq4_wr_id : ((cq_pop == 4'h5) ? cq5_wr_id : ((cq_pop == 4'h6) ? cq6_wr_id : ((cq_pop == 4'h7) ? cq7_wr_id : cq0_wr_id)))))));
+        cq0_wr_id <= cq0_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq1_wr_id : ((cq_pop == 5'h02) ? cq2_wr_id : ((cq_pop == 5'h03) ? cq3_wr_id : ((cq_pop == 5'h04) ? cq4_wr_id : ((cq_pop == 5'h05) ? cq5_wr_id : ((cq_pop == 5'h06) ? cq6_wr_id : ((cq_pop == 5'h07) ? cq7_wr_id : ((cq_pop == 5'h08) ? cq8_wr_id : ((cq_pop == 5'h09) ? cq9_wr_id : ((cq_pop == 5'h0a) ? cq10_wr_id : ((cq_pop == 5'h0b) ? cq11_wr_id : ((cq_pop == 5'h0c) ? cq12_wr_id : ((cq_pop == 5'h0d) ? cq13_wr_id : ((cq_pop == 5'h0e) ? cq14_wr_id : ((cq_pop == 5'h0f) ? cq15_wr_id : cq0_wr_id)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_op <= cq0_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
+        cq0_op <= cq0_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq1_op : ((cq_pop == 5'h02) ? cq2_op : ((cq_pop == 5'h03) ? cq3_op : ((cq_pop == 5'h04) ? cq4_op : ((cq_pop == 5'h05) ? cq5_op : ((cq_pop == 5'h06) ? cq6_op : ((cq_pop == 5'h07) ? cq7_op : ((cq_pop == 5'h08) ? cq8_op : ((cq_pop == 5'h09) ? cq9_op : ((cq_pop == 5'h0a) ? cq10_op : ((cq_pop == 5'h0b) ? cq11_op : ((cq_pop == 5'h0c) ? cq12_op : ((cq_pop == 5'h0d) ? cq13_op : ((cq_pop == 5'h0e) ? cq14_op : ((cq_pop == 5'h0f) ? cq15_op : cq0_op)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq1_len : ((cq_pop == 5'h02) ? cq2_len : ((cq_pop == 5'h03) ? cq3_len : ((cq_pop == 5'h04) ? cq4_len : ((cq_pop == 5'h05) ? cq5_len : ((cq_pop == 5'h06) ? cq6_len : ((cq_pop == 5'h07) ? cq7_len : ((cq_pop == 5'h08) ? cq8_len : ((cq_pop == 5'h09) ? cq9_len : ((cq_pop == 5'h0a) ? cq10_len : ((cq_pop == 5'h0b) ? cq11_len : ((cq_pop == 5'h0c) ? cq12_len : ((cq_pop == 5'h0d) ? cq13_len : ((cq_pop == 5'h0e) ? cq14_len : ((cq_pop == 5'h0f) ? cq15_len : cq0_len)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_sq_ci <= cq0_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq1_sq_ci : ((cq_pop == 4'h2) ? cq2_sq_ci : ((cq_pop == 4'h3) ? cq3_sq_ci : ((cq_pop == 4'h4) ? cq4_sq_ci : ((cq_pop == 4'h5) ? cq5_sq_ci : ((cq_pop == 4'h6) ? cq6_sq_ci : ((cq_pop == 4'h7) ? cq7_sq_ci : cq0_sq_ci)))))));
+        cq0_sq_ci <= cq0_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq1_sq_ci : ((cq_pop == 5'h02) ? cq2_sq_ci : ((cq_pop == 5'h03) ? cq3_sq_ci : ((cq_pop == 5'h04) ? cq4_sq_ci : ((cq_pop == 5'h05) ? cq5_sq_ci : ((cq_pop == 5'h06) ? cq6_sq_ci : ((cq_pop == 5'h07) ? cq7_sq_ci : ((cq_pop == 5'h08) ? cq8_sq_ci : ((cq_pop == 5'h09) ? cq9_sq_ci : ((cq_pop == 5'h0a) ? cq10_sq_ci : ((cq_pop == 5'h0b) ? cq11_sq_ci : ((cq_pop == 5'h0c) ? cq12_sq_ci : ((cq_pop == 5'h0d) ? cq13_sq_ci : ((cq_pop == 5'h0e) ? cq14_sq_ci : ((cq_pop == 5'h0f) ? cq15_sq_ci : cq0_sq_ci)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_txs_pi <= cq0_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq1_txs_pi : ((cq_pop == 4'h2) ? cq2_txs_pi : ((cq_pop == 4'h3) ? cq3_txs_pi : ((cq_pop == 4'h4) ? cq4_txs_pi : ((cq_pop == 4'h5) ? cq5_txs_pi : ((cq_pop == 4'h6) ? cq6_txs_pi : ((cq_pop == 4'h7) ? cq7_txs_pi : cq0_txs_pi)))))));
+        cq0_txs_pi <= cq0_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq1_txs_pi : ((cq_pop == 5'h02) ? cq2_txs_pi : ((cq_pop == 5'h03) ? cq3_txs_pi : ((cq_pop == 5'h04) ? cq4_txs_pi : ((cq_pop == 5'h05) ? cq5_txs_pi : ((cq_pop == 5'h06) ? cq6_txs_pi : ((cq_pop == 5'h07) ? cq7_txs_pi : ((cq_pop == 5'h08) ? cq8_txs_pi : ((cq_pop == 5'h09) ? cq9_txs_pi : ((cq_pop == 5'h0a) ? cq10_txs_pi : ((cq_pop == 5'h0b) ? cq11_txs_pi : ((cq_pop == 5'h0c) ? cq12_txs_pi : ((cq_pop == 5'h0d) ? cq13_txs_pi : ((cq_pop == 5'h0e) ? cq14_txs_pi : ((cq_pop == 5'h0f) ? cq15_txs_pi : cq0_txs_pi)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq1_noring : ((cq_pop == 5'h02) ? cq2_noring : ((cq_pop == 5'h03) ? cq3_noring : ((cq_pop == 5'h04) ? cq4_noring : ((cq_pop == 5'h05) ? cq5_noring : ((cq_pop == 5'h06) ? cq6_noring : ((cq_pop == 5'h07) ? cq7_noring : ((cq_pop == 5'h08) ? cq8_noring : ((cq_pop == 5'h09) ? cq9_noring : ((cq_pop == 5'h0a) ? cq10_noring : ((cq_pop == 5'h0b) ? cq11_noring : ((cq_pop == 5'h0c) ? cq12_noring : ((cq_pop == 5'h0d) ? cq13_noring : ((cq_pop == 5'h0e) ? cq14_noring : ((cq_pop == 5'h0f) ? cq15_noring : cq0_noring)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_flush <= cq0_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
+        cq0_flush <= cq0_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq1_flush : ((cq_pop == 5'h02) ? cq2_flush : ((cq_pop == 5'h03) ? cq3_flush : ((cq_pop == 5'h04) ? cq4_flush : ((cq_pop == 5'h05) ? cq5_flush : ((cq_pop == 5'h06) ? cq6_flush : ((cq_pop == 5'h07) ? cq7_flush : ((cq_pop == 5'h08) ? cq8_flush : ((cq_pop == 5'h09) ? cq9_flush : ((cq_pop == 5'h0a) ? cq10_flush : ((cq_pop == 5'h0b) ? cq11_flush : ((cq_pop == 5'h0c) ? cq12_flush : ((cq_pop == 5'h0d) ? cq13_flush : ((cq_pop == 5'h0e) ? cq14_flush : ((cq_pop == 5'h0f) ? cq15_flush : cq0_flush)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_prot <= cq0_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
+        cq0_prot <= cq0_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq1_prot : ((cq_pop == 5'h02) ? cq2_prot : ((cq_pop == 5'h03) ? cq3_prot : ((cq_pop == 5'h04) ? cq4_prot : ((cq_pop == 5'h05) ? cq5_prot : ((cq_pop == 5'h06) ? cq6_prot : ((cq_pop == 5'h07) ? cq7_prot : ((cq_pop == 5'h08) ? cq8_prot : ((cq_pop == 5'h09) ? cq9_prot : ((cq_pop == 5'h0a) ? cq10_prot : ((cq_pop == 5'h0b) ? cq11_prot : ((cq_pop == 5'h0c) ? cq12_prot : ((cq_pop == 5'h0d) ? cq13_prot : ((cq_pop == 5'h0e) ? cq14_prot : ((cq_pop == 5'h0f) ? cq15_prot : cq0_prot)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_rrd <= cq0_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
+        cq0_rrd <= cq0_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq1_rrd : ((cq_pop == 5'h02) ? cq2_rrd : ((cq_pop == 5'h03) ? cq3_rrd : ((cq_pop == 5'h04) ? cq4_rrd : ((cq_pop == 5'h05) ? cq5_rrd : ((cq_pop == 5'h06) ? cq6_rrd : ((cq_pop == 5'h07) ? cq7_rrd : ((cq_pop == 5'h08) ? cq8_rrd : ((cq_pop == 5'h09) ? cq9_rrd : ((cq_pop == 5'h0a) ? cq10_rrd : ((cq_pop == 5'h0b) ? cq11_rrd : ((cq_pop == 5'h0c) ? cq12_rrd : ((cq_pop == 5'h0d) ? cq13_rrd : ((cq_pop == 5'h0e) ? cq14_rrd : ((cq_pop == 5'h0f) ? cq15_rrd : cq0_rrd)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_term <= cq0_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq1_term : ((cq_pop == 4'h2) ? cq2_term : ((cq_pop == 4'h3) ? cq3_term : ((cq_pop == 4'h4) ? cq4_term : ((cq_pop == 4'h5) ? cq5_term : ((cq_pop == 4'h6) ? cq6_term : ((cq_pop == 4'h7) ? cq7_term : cq0_term)))))));
+        cq0_term <= cq0_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq1_term : ((cq_pop == 5'h02) ? cq2_term : ((cq_pop == 5'h03) ? cq3_term : ((cq_pop == 5'h04) ? cq4_term : ((cq_pop == 5'h05) ? cq5_term : ((cq_pop == 5'h06) ? cq6_term : ((cq_pop == 5'h07) ? cq7_term : ((cq_pop == 5'h08) ? cq8_term : ((cq_pop == 5'h09) ? cq9_term : ((cq_pop == 5'h0a) ? cq10_term : ((cq_pop == 5'h0b) ? cq11_term : ((cq_pop == 5'h0c) ? cq12_term : ((cq_pop == 5'h0d) ? cq13_term : ((cq_pop == 5'h0e) ? cq14_term : ((cq_pop == 5'h0f) ? cq15_term : cq0_term)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_blame <= cq0_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq1_blame : ((cq_pop == 4'h2) ? cq2_blame : ((cq_pop == 4'h3) ? cq3_blame : ((cq_pop == 4'h4) ? cq4_blame : ((cq_pop == 4'h5) ? cq5_blame : ((cq_pop == 4'h6) ? cq6_blame : ((cq_pop == 4'h7) ? cq7_blame : cq0_blame)))))));
+        cq0_blame <= cq0_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq1_blame : ((cq_pop == 5'h02) ? cq2_blame : ((cq_pop == 5'h03) ? cq3_blame : ((cq_pop == 5'h04) ? cq4_blame : ((cq_pop == 5'h05) ? cq5_blame : ((cq_pop == 5'h06) ? cq6_blame : ((cq_pop == 5'h07) ? cq7_blame : ((cq_pop == 5'h08) ? cq8_blame : ((cq_pop == 5'h09) ? cq9_blame : ((cq_pop == 5'h0a) ? cq10_blame : ((cq_pop == 5'h0b) ? cq11_blame : ((cq_pop == 5'h0c) ? cq12_blame : ((cq_pop == 5'h0d) ? cq13_blame : ((cq_pop == 5'h0e) ? cq14_blame : ((cq_pop == 5'h0f) ? cq15_blame : cq0_blame)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_mal <= cq0_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
+        cq0_mal <= cq0_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq1_mal : ((cq_pop == 5'h02) ? cq2_mal : ((cq_pop == 5'h03) ? cq3_mal : ((cq_pop == 5'h04) ? cq4_mal : ((cq_pop == 5'h05) ? cq5_mal : ((cq_pop == 5'h06) ? cq6_mal : ((cq_pop == 5'h07) ? cq7_mal : ((cq_pop == 5'h08) ? cq8_mal : ((cq_pop == 5'h09) ? cq9_mal : ((cq_pop == 5'h0a) ? cq10_mal : ((cq_pop == 5'h0b) ? cq11_mal : ((cq_pop == 5'h0c) ? cq12_mal : ((cq_pop == 5'h0d) ? cq13_mal : ((cq_pop == 5'h0e) ? cq14_mal : ((cq_pop == 5'h0f) ? cq15_mal : cq0_mal)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_cut <= cq0_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq1_cut : ((cq_pop == 4'h2) ? cq2_cut : ((cq_pop == 4'h3) ? cq3_cut : ((cq_pop == 4'h4) ? cq4_cut : ((cq_pop == 4'h5) ? cq5_cut : ((cq_pop == 4'h6) ? cq6_cut : ((cq_pop == 4'h7) ? cq7_cut : cq0_cut)))))));
+        cq0_cut <= cq0_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq1_cut : ((cq_pop == 5'h02) ? cq2_cut : ((cq_pop == 5'h03) ? cq3_cut : ((cq_pop == 5'h04) ? cq4_cut : ((cq_pop == 5'h05) ? cq5_cut : ((cq_pop == 5'h06) ? cq6_cut : ((cq_pop == 5'h07) ? cq7_cut : ((cq_pop == 5'h08) ? cq8_cut : ((cq_pop == 5'h09) ? cq9_cut : ((cq_pop == 5'h0a) ? cq10_cut : ((cq_pop == 5'h0b) ? cq11_cut : ((cq_pop == 5'h0c) ? cq12_cut : ((cq_pop == 5'h0d) ? cq13_cut : ((cq_pop == 5'h0e) ? cq14_cut : ((cq_pop == 5'h0f) ? cq15_cut : cq0_cut)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_wqe <= cq0_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq1_wqe : ((cq_pop == 4'h2) ? cq2_wqe : ((cq_pop == 4'h3) ? cq3_wqe : ((cq_pop == 4'h4) ? cq4_wqe : ((cq_pop == 4'h5) ? cq5_wqe : ((cq_pop == 4'h6) ? cq6_wqe : ((cq_pop == 4'h7) ? cq7_wqe : cq0_wqe)))))));
+        cq0_wqe <= cq0_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq1_wqe : ((cq_pop == 5'h02) ? cq2_wqe : ((cq_pop == 5'h03) ? cq3_wqe : ((cq_pop == 5'h04) ? cq4_wqe : ((cq_pop == 5'h05) ? cq5_wqe : ((cq_pop == 5'h06) ? cq6_wqe : ((cq_pop == 5'h07) ? cq7_wqe : ((cq_pop == 5'h08) ? cq8_wqe : ((cq_pop == 5'h09) ? cq9_wqe : ((cq_pop == 5'h0a) ? cq10_wqe : ((cq_pop == 5'h0b) ? cq11_wqe : ((cq_pop == 5'h0c) ? cq12_wqe : ((cq_pop == 5'h0d) ? cq13_wqe : ((cq_pop == 5'h0e) ? cq14_wqe : ((cq_pop == 5'h0f) ? cq15_wqe : cq0_wqe)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq0_silent <= cq0_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq1_silent : ((cq_pop == 4'h2) ? cq2_silent : ((cq_pop == 4'h3) ? cq3_silent : ((cq_pop == 4'h4) ? cq4_silent : ((cq_pop == 4'h5) ? cq5_silent : ((cq_pop == 4'h6) ? cq6_silent : ((cq_pop == 4'h7) ? cq7_silent : cq0_silent)))))));
+        cq0_silent <= cq0_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq1_silent : ((cq_pop == 5'h02) ? cq2_silent : ((cq_pop == 5'h03) ? cq3_silent : ((cq_pop == 5'h04) ? cq4_silent : ((cq_pop == 5'h05) ? cq5_silent : ((cq_pop == 5'h06) ? cq6_silent : ((cq_pop == 5'h07) ? cq7_silent : ((cq_pop == 5'h08) ? cq8_silent : ((cq_pop == 5'h09) ? cq9_silent : ((cq_pop == 5'h0a) ? cq10_silent : ((cq_pop == 5'h0b) ? cq11_silent : ((cq_pop == 5'h0c) ? cq12_silent : ((cq_pop == 5'h0d) ? cq13_silent : ((cq_pop == 5'h0e) ? cq14_silent : ((cq_pop == 5'h0f) ? cq15_silent : cq0_silent)))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq2_cqe : ((cq_pop == 5'h02) ? cq3_cqe : ((cq_pop == 5'h03) ? cq4_cqe : ((cq_pop == 5'h04) ? cq5_cqe : ((cq_pop == 5'h05) ? cq6_cqe : ((cq_pop == 5'h06) ? cq7_cqe : ((cq_pop == 5'h07) ? cq8_cqe : ((cq_pop == 5'h08) ? cq9_cqe : ((cq_pop == 5'h09) ? cq10_cqe : ((cq_pop == 5'h0a) ? cq11_cqe : ((cq_pop == 5'h0b) ? cq12_cqe : ((cq_pop == 5'h0c) ? cq13_cqe : ((cq_pop == 5'h0d) ? cq14_cqe : ((cq_pop == 5'h0e) ? cq15_cqe : cq1_cqe))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_cq <= cq1_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq2_cq : ((cq_pop == 4'h2) ? cq3_cq : ((cq_pop == 4'h3) ? cq4_cq : ((cq_pop == 4'h4) ? cq5_cq : ((cq_pop == 4'h5) ? cq6_cq : ((cq_pop == 4'h6) ? cq7_cq : cq1_cq))))));
+        cq1_cq <= cq1_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq2_cq : ((cq_pop == 5'h02) ? cq3_cq : ((cq_pop == 5'h03) ? cq4_cq : ((cq_pop == 5'h04) ? cq5_cq : ((cq_pop == 5'h05) ? cq6_cq : ((cq_pop == 5'h06) ? cq7_cq : ((cq_pop == 5'h07) ? cq8_cq : ((cq_pop == 5'h08) ? cq9_cq : ((cq_pop == 5'h09) ? cq10_cq : ((cq_pop == 5'h0a) ? cq11_cq : ((cq_pop == 5'h0b) ? cq12_cq : ((cq_pop == 5'h0c) ? cq13_cq : ((cq_pop == 5'h0d) ? cq14_cq : ((cq_pop == 5'h0e) ? cq15_cq : cq1_cq))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_qpn <= cq1_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq2_qpn : ((cq_pop == 4'h2) ? cq3_qpn : ((cq_pop == 4'h3) ? cq4_qpn : ((cq_pop == 4'h4) ? cq5_qpn : ((cq_pop == 4'h5) ? cq6_qpn : ((cq_pop == 4'h6) ? cq7_qpn : cq1_qpn))))));
+        cq1_qpn <= cq1_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq2_qpn : ((cq_pop == 5'h02) ? cq3_qpn : ((cq_pop == 5'h03) ? cq4_qpn : ((cq_pop == 5'h04) ? cq5_qpn : ((cq_pop == 5'h05) ? cq6_qpn : ((cq_pop == 5'h06) ? cq7_qpn : ((cq_pop == 5'h07) ? cq8_qpn : ((cq_pop == 5'h08) ? cq9_qpn : ((cq_pop == 5'h09) ? cq10_qpn : ((cq_pop == 5'h0a) ? cq11_qpn : ((cq_pop == 5'h0b) ? cq12_qpn : ((cq_pop == 5'h0c) ? cq13_qpn : ((cq_pop == 5'h0d) ? cq14_qpn : ((cq_pop == 5'h0e) ? cq15_qpn : cq1_qpn))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_wr_id <= cq1_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq2_wr_id : ((cq_pop == 4'h2) ? cq3_wr_id : ((cq_pop == 4'h3) ? cq4_wr_id : ((cq_pop == 4'h4) ? cq5_wr_id : ((cq_pop == 4'h5) ? cq6_wr_id : ((cq_pop == 4'h6) ? cq7_wr_id : cq1_wr_id))))));
+        cq1_wr_id <= cq1_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq2_wr_id : ((cq_pop == 5'h02) ? cq3_wr_id : ((cq_pop == 5'h03) ? cq4_wr_id : ((cq_pop == 5'h04) ? cq5_wr_id : ((cq_pop == 5'h05) ? cq6_wr_id : ((cq_pop == 5'h06) ? cq7_wr_id : ((cq_pop == 5'h07) ? cq8_wr_id : ((cq_pop == 5'h08) ? cq9_wr_id : ((cq_pop == 5'h09) ? cq10_wr_id : ((cq_pop == 5'h0a) ? cq11_wr_id : ((cq_pop == 5'h0b) ? cq12_wr_id : ((cq_pop == 5'h0c) ? cq13_wr_id : ((cq_pop == 5'h0d) ? cq14_wr_id : ((cq_pop == 5'h0e) ? cq15_wr_id : cq1_wr_id))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_op <= cq1_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
+        cq1_op <= cq1_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq2_op : ((cq_pop == 5'h02) ? cq3_op : ((cq_pop == 5'h03) ? cq4_op : ((cq_pop == 5'h04) ? cq5_op : ((cq_pop == 5'h05) ? cq6_op : ((cq_pop == 5'h06) ? cq7_op : ((cq_pop == 5'h07) ? cq8_op : ((cq_pop == 5'h08) ? cq9_op : ((cq_pop == 5'h09) ? cq10_op : ((cq_pop == 5'h0a) ? cq11_op : ((cq_pop == 5'h0b) ? cq12_op : ((cq_pop == 5'h0c) ? cq13_op : ((cq_pop == 5'h0d) ? cq14_op : ((cq_pop == 5'h0e) ? cq15_op : cq1_op))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq2_len : ((cq_pop == 5'h02) ? cq3_len : ((cq_pop == 5'h03) ? cq4_len : ((cq_pop == 5'h04) ? cq5_len : ((cq_pop == 5'h05) ? cq6_len : ((cq_pop == 5'h06) ? cq7_len : ((cq_pop == 5'h07) ? cq8_len : ((cq_pop == 5'h08) ? cq9_len : ((cq_pop == 5'h09) ? cq10_len : ((cq_pop == 5'h0a) ? cq11_len : ((cq_pop == 5'h0b) ? cq12_len : ((cq_pop == 5'h0c) ? cq13_len : ((cq_pop == 5'h0d) ? cq14_len : ((cq_pop == 5'h0e) ? cq15_len : cq1_len))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_sq_ci <= cq1_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq2_sq_ci : ((cq_pop == 4'h2) ? cq3_sq_ci : ((cq_pop == 4'h3) ? cq4_sq_ci : ((cq_pop == 4'h4) ? cq5_sq_ci : ((cq_pop == 4'h5) ? cq6_sq_ci : ((cq_pop == 4'h6) ? cq7_sq_ci : cq1_sq_ci))))));
+        cq1_sq_ci <= cq1_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq2_sq_ci : ((cq_pop == 5'h02) ? cq3_sq_ci : ((cq_pop == 5'h03) ? cq4_sq_ci : ((cq_pop == 5'h04) ? cq5_sq_ci : ((cq_pop == 5'h05) ? cq6_sq_ci : ((cq_pop == 5'h06) ? cq7_sq_ci : ((cq_pop == 5'h07) ? cq8_sq_ci : ((cq_pop == 5'h08) ? cq9_sq_ci : ((cq_pop == 5'h09) ? cq10_sq_ci : ((cq_pop == 5'h0a) ? cq11_sq_ci : ((cq_pop == 5'h0b) ? cq12_sq_ci : ((cq_pop == 5'h0c) ? cq13_sq_ci : ((cq_pop == 5'h0d) ? cq14_sq_ci : ((cq_pop == 5'h0e) ? cq15_sq_ci : cq1_sq_ci))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_txs_pi <= cq1_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq2_txs_pi : ((cq_pop == 4'h2) ? cq3_txs_pi : ((cq_pop == 4'h3) ? cq4_txs_pi : ((cq_pop == 4'h4) ? cq5_txs_pi : ((cq_pop == 4'h5) ? cq6_txs_pi : ((cq_pop == 4'h6) ? cq7_txs_pi : cq1_txs_pi))))));
+        cq1_txs_pi <= cq1_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq2_txs_pi : ((cq_pop == 5'h02) ? cq3_txs_pi : ((cq_pop == 5'h03) ? cq4_txs_pi : ((cq_pop == 5'h04) ? cq5_txs_pi : ((cq_pop == 5'h05) ? cq6_txs_pi : ((cq_pop == 5'h06) ? cq7_txs_pi : ((cq_pop == 5'h07) ? cq8_txs_pi : ((cq_pop == 5'h08) ? cq9_txs_pi : ((cq_pop == 5'h09) ? cq10_txs_pi : ((cq_pop == 5'h0a) ? cq11_txs_pi : ((cq_pop == 5'h0b) ? cq12_txs_pi : ((cq_pop == 5'h0c) ? cq13_txs_pi : ((cq_pop == 5'h0d) ? cq14_txs_pi : ((cq_pop == 5'h0e) ? cq15_txs_pi : cq1_txs_pi))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq2_noring : ((cq_pop == 5'h02) ? cq3_noring : ((cq_pop == 5'h03) ? cq4_noring : ((cq_pop == 5'h04) ? cq5_noring : ((cq_pop == 5'h05) ? cq6_noring : ((cq_pop == 5'h06) ? cq7_noring : ((cq_pop == 5'h07) ? cq8_noring : ((cq_pop == 5'h08) ? cq9_noring : ((cq_pop == 5'h09) ? cq10_noring : ((cq_pop == 5'h0a) ? cq11_noring : ((cq_pop == 5'h0b) ? cq12_noring : ((cq_pop == 5'h0c) ? cq13_noring : ((cq_pop == 5'h0d) ? cq14_noring : ((cq_pop == 5'h0e) ? cq15_noring : cq1_noring))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_flush <= cq1_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
+        cq1_flush <= cq1_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq2_flush : ((cq_pop == 5'h02) ? cq3_flush : ((cq_pop == 5'h03) ? cq4_flush : ((cq_pop == 5'h04) ? cq5_flush : ((cq_pop == 5'h05) ? cq6_flush : ((cq_pop == 5'h06) ? cq7_flush : ((cq_pop == 5'h07) ? cq8_flush : ((cq_pop == 5'h08) ? cq9_flush : ((cq_pop == 5'h09) ? cq10_flush : ((cq_pop == 5'h0a) ? cq11_flush : ((cq_pop == 5'h0b) ? cq12_flush : ((cq_pop == 5'h0c) ? cq13_flush : ((cq_pop == 5'h0d) ? cq14_flush : ((cq_pop == 5'h0e) ? cq15_flush : cq1_flush))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_prot <= cq1_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
+        cq1_prot <= cq1_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq2_prot : ((cq_pop == 5'h02) ? cq3_prot : ((cq_pop == 5'h03) ? cq4_prot : ((cq_pop == 5'h04) ? cq5_prot : ((cq_pop == 5'h05) ? cq6_prot : ((cq_pop == 5'h06) ? cq7_prot : ((cq_pop == 5'h07) ? cq8_prot : ((cq_pop == 5'h08) ? cq9_prot : ((cq_pop == 5'h09) ? cq10_prot : ((cq_pop == 5'h0a) ? cq11_prot : ((cq_pop == 5'h0b) ? cq12_prot : ((cq_pop == 5'h0c) ? cq13_prot : ((cq_pop == 5'h0d) ? cq14_prot : ((cq_pop == 5'h0e) ? cq15_prot : cq1_prot))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_rrd <= cq1_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
+        cq1_rrd <= cq1_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq2_rrd : ((cq_pop == 5'h02) ? cq3_rrd : ((cq_pop == 5'h03) ? cq4_rrd : ((cq_pop == 5'h04) ? cq5_rrd : ((cq_pop == 5'h05) ? cq6_rrd : ((cq_pop == 5'h06) ? cq7_rrd : ((cq_pop == 5'h07) ? cq8_rrd : ((cq_pop == 5'h08) ? cq9_rrd : ((cq_pop == 5'h09) ? cq10_rrd : ((cq_pop == 5'h0a) ? cq11_rrd : ((cq_pop == 5'h0b) ? cq12_rrd : ((cq_pop == 5'h0c) ? cq13_rrd : ((cq_pop == 5'h0d) ? cq14_rrd : ((cq_pop == 5'h0e) ? cq15_rrd : cq1_rrd))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_term <= cq1_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq2_term : ((cq_pop == 4'h2) ? cq3_term : ((cq_pop == 4'h3) ? cq4_term : ((cq_pop == 4'h4) ? cq5_term : ((cq_pop == 4'h5) ? cq6_term : ((cq_pop == 4'h6) ? cq7_term : cq1_term))))));
+        cq1_term <= cq1_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq2_term : ((cq_pop == 5'h02) ? cq3_term : ((cq_pop == 5'h03) ? cq4_term : ((cq_pop == 5'h04) ? cq5_term : ((cq_pop == 5'h05) ? cq6_term : ((cq_pop == 5'h06) ? cq7_term : ((cq_pop == 5'h07) ? cq8_term : ((cq_pop == 5'h08) ? cq9_term : ((cq_pop == 5'h09) ? cq10_term : ((cq_pop == 5'h0a) ? cq11_term : ((cq_pop == 5'h0b) ? cq12_term : ((cq_pop == 5'h0c) ? cq13_term : ((cq_pop == 5'h0d) ? cq14_term : ((cq_pop == 5'h0e) ? cq15_term : cq1_term))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_blame <= cq1_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq2_blame : ((cq_pop == 4'h2) ? cq3_blame : ((cq_pop == 4'h3) ? cq4_blame : ((cq_pop == 4'h4) ? cq5_blame : ((cq_pop == 4'h5) ? cq6_blame : ((cq_pop == 4'h6) ? cq7_blame : cq1_blame))))));
+        cq1_blame <= cq1_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq2_blame : ((cq_pop == 5'h02) ? cq3_blame : ((cq_pop == 5'h03) ? cq4_blame : ((cq_pop == 5'h04) ? cq5_blame : ((cq_pop == 5'h05) ? cq6_blame : ((cq_pop == 5'h06) ? cq7_blame : ((cq_pop == 5'h07) ? cq8_blame : ((cq_pop == 5'h08) ? cq9_blame : ((cq_pop == 5'h09) ? cq10_blame : ((cq_pop == 5'h0a) ? cq11_blame : ((cq_pop == 5'h0b) ? cq12_blame : ((cq_pop == 5'h0c) ? cq13_blame : ((cq_pop == 5'h0d) ? cq14_blame : ((cq_pop == 5'h0e) ? cq15_blame : cq1_blame))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_mal <= cq1_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
+        cq1_mal <= cq1_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq2_mal : ((cq_pop == 5'h02) ? cq3_mal : ((cq_pop == 5'h03) ? cq4_mal : ((cq_pop == 5'h04) ? cq5_mal : ((cq_pop == 5'h05) ? cq6_mal : ((cq_pop == 5'h06) ? cq7_mal : ((cq_pop == 5'h07) ? cq8_mal : ((cq_pop == 5'h08) ? cq9_mal : ((cq_pop == 5'h09) ? cq10_mal : ((cq_pop == 5'h0a) ? cq11_mal : ((cq_pop == 5'h0b) ? cq12_mal : ((cq_pop == 5'h0c) ? cq13_mal : ((cq_pop == 5'h0d) ? cq14_mal : ((cq_pop == 5'h0e) ? cq15_mal : cq1_mal))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_cut <= cq1_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq2_cut : ((cq_pop == 4'h2) ? cq3_cut : ((cq_pop == 4'h3) ? cq4_cut : ((cq_pop == 4'h4) ? cq5_cut : ((cq_pop == 4'h5) ? cq6_cut : ((cq_pop == 4'h6) ? cq7_cut : cq1_cut))))));
+        cq1_cut <= cq1_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq2_cut : ((cq_pop == 5'h02) ? cq3_cut : ((cq_pop == 5'h03) ? cq4_cut : ((cq_pop == 5'h04) ? cq5_cut : ((cq_pop == 5'h05) ? cq6_cut : ((cq_pop == 5'h06) ? cq7_cut : ((cq_pop == 5'h07) ? cq8_cut : ((cq_pop == 5'h08) ? cq9_cut : ((cq_pop == 5'h09) ? cq10_cut : ((cq_pop == 5'h0a) ? cq11_cut : ((cq_pop == 5'h0b) ? cq12_cut : ((cq_pop == 5'h0c) ? cq13_cut : ((cq_pop == 5'h0d) ? cq14_cut : ((cq_pop == 5'h0e) ? cq15_cut : cq1_cut))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_wqe <= cq1_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq2_wqe : ((cq_pop == 4'h2) ? cq3_wqe : ((cq_pop == 4'h3) ? cq4_wqe : ((cq_pop == 4'h4) ? cq5_wqe : ((cq_pop == 4'h5) ? cq6_wqe : ((cq_pop == 4'h6) ? cq7_wqe : cq1_wqe))))));
+        cq1_wqe <= cq1_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq2_wqe : ((cq_pop == 5'h02) ? cq3_wqe : ((cq_pop == 5'h03) ? cq4_wqe : ((cq_pop == 5'h04) ? cq5_wqe : ((cq_pop == 5'h05) ? cq6_wqe : ((cq_pop == 5'h06) ? cq7_wqe : ((cq_pop == 5'h07) ? cq8_wqe : ((cq_pop == 5'h08) ? cq9_wqe : ((cq_pop == 5'h09) ? cq10_wqe : ((cq_pop == 5'h0a) ? cq11_wqe : ((cq_pop == 5'h0b) ? cq12_wqe : ((cq_pop == 5'h0c) ? cq13_wqe : ((cq_pop == 5'h0d) ? cq14_wqe : ((cq_pop == 5'h0e) ? cq15_wqe : cq1_wqe))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq1_silent <= cq1_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq2_silent : ((cq_pop == 4'h2) ? cq3_silent : ((cq_pop == 4'h3) ? cq4_silent : ((cq_pop == 4'h4) ? cq5_silent : ((cq_pop == 4'h5) ? cq6_silent : ((cq_pop == 4'h6) ? cq7_silent : cq1_silent))))));
+        cq1_silent <= cq1_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq2_silent : ((cq_pop == 5'h02) ? cq3_silent : ((cq_pop == 5'h03) ? cq4_silent : ((cq_pop == 5'h04) ? cq5_silent : ((cq_pop == 5'h05) ? cq6_silent : ((cq_pop == 5'h06) ? cq7_silent : ((cq_pop == 5'h07) ? cq8_silent : ((cq_pop == 5'h08) ? cq9_silent : ((cq_pop == 5'h09) ? cq10_silent : ((cq_pop == 5'h0a) ? cq11_silent : ((cq_pop == 5'h0b) ? cq12_silent : ((cq_pop == 5'h0c) ? cq13_silent : ((cq_pop == 5'h0d) ? cq14_silent : ((cq_pop == 5'h0e) ? cq15_silent : cq1_silent))))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq3_cqe : ((cq_pop == 5'h02) ? cq4_cqe : ((cq_pop == 5'h03) ? cq5_cqe : ((cq_pop == 5'h04) ? cq6_cqe : ((cq_pop == 5'h05) ? cq7_cqe : ((cq_pop == 5'h06) ? cq8_cqe : ((cq_pop == 5'h07) ? cq9_cqe : ((cq_pop == 5'h08) ? cq10_cqe : ((cq_pop == 5'h09) ? cq11_cqe : ((cq_pop == 5'h0a) ? cq12_cqe : ((cq_pop == 5'h0b) ? cq13_cqe : ((cq_pop == 5'h0c) ? cq14_cqe : ((cq_pop == 5'h0d) ? cq15_cqe : cq2_cqe)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_cq <= cq2_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq3_cq : ((cq_pop == 4'h2) ? cq4_cq : ((cq_pop == 4'h3) ? cq5_cq : ((cq_pop == 4'h4) ? cq6_cq : ((cq_pop == 4'h5) ? cq7_cq : cq2_cq)))));
+        cq2_cq <= cq2_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq3_cq : ((cq_pop == 5'h02) ? cq4_cq : ((cq_pop == 5'h03) ? cq5_cq : ((cq_pop == 5'h04) ? cq6_cq : ((cq_pop == 5'h05) ? cq7_cq : ((cq_pop == 5'h06) ? cq8_cq : ((cq_pop == 5'h07) ? cq9_cq : ((cq_pop == 5'h08) ? cq10_cq : ((cq_pop == 5'h09) ? cq11_cq : ((cq_pop == 5'h0a) ? cq12_cq : ((cq_pop == 5'h0b) ? cq13_cq : ((cq_pop == 5'h0c) ? cq14_cq : ((cq_pop == 5'h0d) ? cq15_cq : cq2_cq)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_qpn <= cq2_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq3_qpn : ((cq_pop == 4'h2) ? cq4_qpn : ((cq_pop == 4'h3) ? cq5_qpn : ((cq_pop == 4'h4) ? cq6_qpn : ((cq_pop == 4'h5) ? cq7_qpn : cq2_qpn)))));
+        cq2_qpn <= cq2_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq3_qpn : ((cq_pop == 5'h02) ? cq4_qpn : ((cq_pop == 5'h03) ? cq5_qpn : ((cq_pop == 5'h04) ? cq6_qpn : ((cq_pop == 5'h05) ? cq7_qpn : ((cq_pop == 5'h06) ? cq8_qpn : ((cq_pop == 5'h07) ? cq9_qpn : ((cq_pop == 5'h08) ? cq10_qpn : ((cq_pop == 5'h09) ? cq11_qpn : ((cq_pop == 5'h0a) ? cq12_qpn : ((cq_pop == 5'h0b) ? cq13_qpn : ((cq_pop == 5'h0c) ? cq14_qpn : ((cq_pop == 5'h0d) ? cq15_qpn : cq2_qpn)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_wr_id <= cq2_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq3_wr_id : ((cq_pop == 4'h2) ? cq4_wr_id : ((cq_pop == 4'h3) ? cq5_wr_id : ((cq_pop == 4'h4) ? cq6_wr_id : ((cq_pop == 4'h5) ? cq7_wr_id : cq2_wr_id)))));
+        cq2_wr_id <= cq2_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq3_wr_id : ((cq_pop == 5'h02) ? cq4_wr_id : ((cq_pop == 5'h03) ? cq5_wr_id : ((cq_pop == 5'h04) ? cq6_wr_id : ((cq_pop == 5'h05) ? cq7_wr_id : ((cq_pop == 5'h06) ? cq8_wr_id : ((cq_pop == 5'h07) ? cq9_wr_id : ((cq_pop == 5'h08) ? cq10_wr_id : ((cq_pop == 5'h09) ? cq11_wr_id : ((cq_pop == 5'h0a) ? cq12_wr_id : ((cq_pop == 5'h0b) ? cq13_wr_id : ((cq_pop == 5'h0c) ? cq14_wr_id : ((cq_pop == 5'h0d) ? cq15_wr_id : cq2_wr_id)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_op <= cq2_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
+        cq2_op <= cq2_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq3_op : ((cq_pop == 5'h02) ? cq4_op : ((cq_pop == 5'h03) ? cq5_op : ((cq_pop == 5'h04) ? cq6_op : ((cq_pop == 5'h05) ? cq7_op : ((cq_pop == 5'h06) ? cq8_op : ((cq_pop == 5'h07) ? cq9_op : ((cq_pop == 5'h08) ? cq10_op : ((cq_pop == 5'h09) ? cq11_op : ((cq_pop == 5'h0a) ? cq12_op : ((cq_pop == 5'h0b) ? cq13_op : ((cq_pop == 5'h0c) ? cq14_op : ((cq_pop == 5'h0d) ? cq15_op : cq2_op)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq3_len : ((cq_pop == 5'h02) ? cq4_len : ((cq_pop == 5'h03) ? cq5_len : ((cq_pop == 5'h04) ? cq6_len : ((cq_pop == 5'h05) ? cq7_len : ((cq_pop == 5'h06) ? cq8_len : ((cq_pop == 5'h07) ? cq9_len : ((cq_pop == 5'h08) ? cq10_len : ((cq_pop == 5'h09) ? cq11_len : ((cq_pop == 5'h0a) ? cq12_len : ((cq_pop == 5'h0b) ? cq13_len : ((cq_pop == 5'h0c) ? cq14_len : ((cq_pop == 5'h0d) ? cq15_len : cq2_len)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_sq_ci <= cq2_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq3_sq_ci : ((cq_pop == 4'h2) ? cq4_sq_ci : ((cq_pop == 4'h3) ? cq5_sq_ci : ((cq_pop == 4'h4) ? cq6_sq_ci : ((cq_pop == 4'h5) ? cq7_sq_ci : cq2_sq_ci)))));
+        cq2_sq_ci <= cq2_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq3_sq_ci : ((cq_pop == 5'h02) ? cq4_sq_ci : ((cq_pop == 5'h03) ? cq5_sq_ci : ((cq_pop == 5'h04) ? cq6_sq_ci : ((cq_pop == 5'h05) ? cq7_sq_ci : ((cq_pop == 5'h06) ? cq8_sq_ci : ((cq_pop == 5'h07) ? cq9_sq_ci : ((cq_pop == 5'h08) ? cq10_sq_ci : ((cq_pop == 5'h09) ? cq11_sq_ci : ((cq_pop == 5'h0a) ? cq12_sq_ci : ((cq_pop == 5'h0b) ? cq13_sq_ci : ((cq_pop == 5'h0c) ? cq14_sq_ci : ((cq_pop == 5'h0d) ? cq15_sq_ci : cq2_sq_ci)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_txs_pi <= cq2_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq3_txs_pi : ((cq_pop == 4'h2) ? cq4_txs_pi : ((cq_pop == 4'h3) ? cq5_txs_pi : ((cq_pop == 4'h4) ? cq6_txs_pi : ((cq_pop == 4'h5) ? cq7_txs_pi : cq2_txs_pi)))));
+        cq2_txs_pi <= cq2_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq3_txs_pi : ((cq_pop == 5'h02) ? cq4_txs_pi : ((cq_pop == 5'h03) ? cq5_txs_pi : ((cq_pop == 5'h04) ? cq6_txs_pi : ((cq_pop == 5'h05) ? cq7_txs_pi : ((cq_pop == 5'h06) ? cq8_txs_pi : ((cq_pop == 5'h07) ? cq9_txs_pi : ((cq_pop == 5'h08) ? cq10_txs_pi : ((cq_pop == 5'h09) ? cq11_txs_pi : ((cq_pop == 5'h0a) ? cq12_txs_pi : ((cq_pop == 5'h0b) ? cq13_txs_pi : ((cq_pop == 5'h0c) ? cq14_txs_pi : ((cq_pop == 5'h0d) ? cq15_txs_pi : cq2_txs_pi)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq3_noring : ((cq_pop == 5'h02) ? cq4_noring : ((cq_pop == 5'h03) ? cq5_noring : ((cq_pop == 5'h04) ? cq6_noring : ((cq_pop == 5'h05) ? cq7_noring : ((cq_pop == 5'h06) ? cq8_noring : ((cq_pop == 5'h07) ? cq9_noring : ((cq_pop == 5'h08) ? cq10_noring : ((cq_pop == 5'h09) ? cq11_noring : ((cq_pop == 5'h0a) ? cq12_noring : ((cq_pop == 5'h0b) ? cq13_noring : ((cq_pop == 5'h0c) ? cq14_noring : ((cq_pop == 5'h0d) ? cq15_noring : cq2_noring)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_flush <= cq2_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
+        cq2_flush <= cq2_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq3_flush : ((cq_pop == 5'h02) ? cq4_flush : ((cq_pop == 5'h03) ? cq5_flush : ((cq_pop == 5'h04) ? cq6_flush : ((cq_pop == 5'h05) ? cq7_flush : ((cq_pop == 5'h06) ? cq8_flush : ((cq_pop == 5'h07) ? cq9_flush : ((cq_pop == 5'h08) ? cq10_flush : ((cq_pop == 5'h09) ? cq11_flush : ((cq_pop == 5'h0a) ? cq12_flush : ((cq_pop == 5'h0b) ? cq13_flush : ((cq_pop == 5'h0c) ? cq14_flush : ((cq_pop == 5'h0d) ? cq15_flush : cq2_flush)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_prot <= cq2_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
+        cq2_prot <= cq2_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq3_prot : ((cq_pop == 5'h02) ? cq4_prot : ((cq_pop == 5'h03) ? cq5_prot : ((cq_pop == 5'h04) ? cq6_prot : ((cq_pop == 5'h05) ? cq7_prot : ((cq_pop == 5'h06) ? cq8_prot : ((cq_pop == 5'h07) ? cq9_prot : ((cq_pop == 5'h08) ? cq10_prot : ((cq_pop == 5'h09) ? cq11_prot : ((cq_pop == 5'h0a) ? cq12_prot : ((cq_pop == 5'h0b) ? cq13_prot : ((cq_pop == 5'h0c) ? cq14_prot : ((cq_pop == 5'h0d) ? cq15_prot : cq2_prot)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_rrd <= cq2_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
+        cq2_rrd <= cq2_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq3_rrd : ((cq_pop == 5'h02) ? cq4_rrd : ((cq_pop == 5'h03) ? cq5_rrd : ((cq_pop == 5'h04) ? cq6_rrd : ((cq_pop == 5'h05) ? cq7_rrd : ((cq_pop == 5'h06) ? cq8_rrd : ((cq_pop == 5'h07) ? cq9_rrd : ((cq_pop == 5'h08) ? cq10_rrd : ((cq_pop == 5'h09) ? cq11_rrd : ((cq_pop == 5'h0a) ? cq12_rrd : ((cq_pop == 5'h0b) ? cq13_rrd : ((cq_pop == 5'h0c) ? cq14_rrd : ((cq_pop == 5'h0d) ? cq15_rrd : cq2_rrd)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_term <= cq2_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq3_term : ((cq_pop == 4'h2) ? cq4_term : ((cq_pop == 4'h3) ? cq5_term : ((cq_pop == 4'h4) ? cq6_term : ((cq_pop == 4'h5) ? cq7_term : cq2_term)))));
+        cq2_term <= cq2_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq3_term : ((cq_pop == 5'h02) ? cq4_term : ((cq_pop == 5'h03) ? cq5_term : ((cq_pop == 5'h04) ? cq6_term : ((cq_pop == 5'h05) ? cq7_term : ((cq_pop == 5'h06) ? cq8_term : ((cq_pop == 5'h07) ? cq9_term : ((cq_pop == 5'h08) ? cq10_term : ((cq_pop == 5'h09) ? cq11_term : ((cq_pop == 5'h0a) ? cq12_term : ((cq_pop == 5'h0b) ? cq13_term : ((cq_pop == 5'h0c) ? cq14_term : ((cq_pop == 5'h0d) ? cq15_term : cq2_term)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_blame <= cq2_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq3_blame : ((cq_pop == 4'h2) ? cq4_blame : ((cq_pop == 4'h3) ? cq5_blame : ((cq_pop == 4'h4) ? cq6_blame : ((cq_pop == 4'h5) ? cq7_blame : cq2_blame)))));
+        cq2_blame <= cq2_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq3_blame : ((cq_pop == 5'h02) ? cq4_blame : ((cq_pop == 5'h03) ? cq5_blame : ((cq_pop == 5'h04) ? cq6_blame : ((cq_pop == 5'h05) ? cq7_blame : ((cq_pop == 5'h06) ? cq8_blame : ((cq_pop == 5'h07) ? cq9_blame : ((cq_pop == 5'h08) ? cq10_blame : ((cq_pop == 5'h09) ? cq11_blame : ((cq_pop == 5'h0a) ? cq12_blame : ((cq_pop == 5'h0b) ? cq13_blame : ((cq_pop == 5'h0c) ? cq14_blame : ((cq_pop == 5'h0d) ? cq15_blame : cq2_blame)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_mal <= cq2_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
+        cq2_mal <= cq2_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq3_mal : ((cq_pop == 5'h02) ? cq4_mal : ((cq_pop == 5'h03) ? cq5_mal : ((cq_pop == 5'h04) ? cq6_mal : ((cq_pop == 5'h05) ? cq7_mal : ((cq_pop == 5'h06) ? cq8_mal : ((cq_pop == 5'h07) ? cq9_mal : ((cq_pop == 5'h08) ? cq10_mal : ((cq_pop == 5'h09) ? cq11_mal : ((cq_pop == 5'h0a) ? cq12_mal : ((cq_pop == 5'h0b) ? cq13_mal : ((cq_pop == 5'h0c) ? cq14_mal : ((cq_pop == 5'h0d) ? cq15_mal : cq2_mal)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_cut <= cq2_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq3_cut : ((cq_pop == 4'h2) ? cq4_cut : ((cq_pop == 4'h3) ? cq5_cut : ((cq_pop == 4'h4) ? cq6_cut : ((cq_pop == 4'h5) ? cq7_cut : cq2_cut)))));
+        cq2_cut <= cq2_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq3_cut : ((cq_pop == 5'h02) ? cq4_cut : ((cq_pop == 5'h03) ? cq5_cut : ((cq_pop == 5'h04) ? cq6_cut : ((cq_pop == 5'h05) ? cq7_cut : ((cq_pop == 5'h06) ? cq8_cut : ((cq_pop == 5'h07) ? cq9_cut : ((cq_pop == 5'h08) ? cq10_cut : ((cq_pop == 5'h09) ? cq11_cut : ((cq_pop == 5'h0a) ? cq12_cut : ((cq_pop == 5'h0b) ? cq13_cut : ((cq_pop == 5'h0c) ? cq14_cut : ((cq_pop == 5'h0d) ? cq15_cut : cq2_cut)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_wqe <= cq2_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq3_wqe : ((cq_pop == 4'h2) ? cq4_wqe : ((cq_pop == 4'h3) ? cq5_wqe : ((cq_pop == 4'h4) ? cq6_wqe : ((cq_pop == 4'h5) ? cq7_wqe : cq2_wqe)))));
+        cq2_wqe <= cq2_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq3_wqe : ((cq_pop == 5'h02) ? cq4_wqe : ((cq_pop == 5'h03) ? cq5_wqe : ((cq_pop == 5'h04) ? cq6_wqe : ((cq_pop == 5'h05) ? cq7_wqe : ((cq_pop == 5'h06) ? cq8_wqe : ((cq_pop == 5'h07) ? cq9_wqe : ((cq_pop == 5'h08) ? cq10_wqe : ((cq_pop == 5'h09) ? cq11_wqe : ((cq_pop == 5'h0a) ? cq12_wqe : ((cq_pop == 5'h0b) ? cq13_wqe : ((cq_pop == 5'h0c) ? cq14_wqe : ((cq_pop == 5'h0d) ? cq15_wqe : cq2_wqe)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq2_silent <= cq2_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq3_silent : ((cq_pop == 4'h2) ? cq4_silent : ((cq_pop == 4'h3) ? cq5_silent : ((cq_pop == 4'h4) ? cq6_silent : ((cq_pop == 4'h5) ? cq7_silent : cq2_silent)))));
+        cq2_silent <= cq2_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq3_silent : ((cq_pop == 5'h02) ? cq4_silent : ((cq_pop == 5'h03) ? cq5_silent : ((cq_pop == 5'h04) ? cq6_silent : ((cq_pop == 5'h05) ? cq7_silent : ((cq_pop == 5'h06) ? cq8_silent : ((cq_pop == 5'h07) ? cq9_silent : ((cq_pop == 5'h08) ? cq10_silent : ((cq_pop == 5'h09) ? cq11_silent : ((cq_pop == 5'h0a) ? cq12_silent : ((cq_pop == 5'h0b) ? cq13_silent : ((cq_pop == 5'h0c) ? cq14_silent : ((cq_pop == 5'h0d) ? cq15_silent : cq2_silent)))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq4_cqe : ((cq_pop == 5'h02) ? cq5_cqe : ((cq_pop == 5'h03) ? cq6_cqe : ((cq_pop == 5'h04) ? cq7_cqe : ((cq_pop == 5'h05) ? cq8_cqe : ((cq_pop == 5'h06) ? cq9_cqe : ((cq_pop == 5'h07) ? cq10_cqe : ((cq_pop == 5'h08) ? cq11_cqe : ((cq_pop == 5'h09) ? cq12_cqe : ((cq_pop == 5'h0a) ? cq13_cqe : ((cq_pop == 5'h0b) ? cq14_cqe : ((cq_pop == 5'h0c) ? cq15_cqe : cq3_cqe))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_cq <= cq3_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq4_cq : ((cq_pop == 4'h2) ? cq5_cq : ((cq_pop == 4'h3) ? cq6_cq : ((cq_pop == 4'h4) ? cq7_cq : cq3_cq))));
+        cq3_cq <= cq3_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq4_cq : ((cq_pop == 5'h02) ? cq5_cq : ((cq_pop == 5'h03) ? cq6_cq : ((cq_pop == 5'h04) ? cq7_cq : ((cq_pop == 5'h05) ? cq8_cq : ((cq_pop == 5'h06) ? cq9_cq : ((cq_pop == 5'h07) ? cq10_cq : ((cq_pop == 5'h08) ? cq11_cq : ((cq_pop == 5'h09) ? cq12_cq : ((cq_pop == 5'h0a) ? cq13_cq : ((cq_pop == 5'h0b) ? cq14_cq : ((cq_pop == 5'h0c) ? cq15_cq : cq3_cq))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_qpn <= cq3_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq4_qpn : ((cq_pop == 4'h2) ? cq5_qpn : ((cq_pop == 4'h3) ? cq6_qpn : ((cq_pop == 4'h4) ? cq7_qpn : cq3_qpn))));
+        cq3_qpn <= cq3_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq4_qpn : ((cq_pop == 5'h02) ? cq5_qpn : ((cq_pop == 5'h03) ? cq6_qpn : ((cq_pop == 5'h04) ? cq7_qpn : ((cq_pop == 5'h05) ? cq8_qpn : ((cq_pop == 5'h06) ? cq9_qpn : ((cq_pop == 5'h07) ? cq10_qpn : ((cq_pop == 5'h08) ? cq11_qpn : ((cq_pop == 5'h09) ? cq12_qpn : ((cq_pop == 5'h0a) ? cq13_qpn : ((cq_pop == 5'h0b) ? cq14_qpn : ((cq_pop == 5'h0c) ? cq15_qpn : cq3_qpn))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_wr_id <= cq3_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq4_wr_id : ((cq_pop == 4'h2) ? cq5_wr_id : ((cq_pop == 4'h3) ? cq6_wr_id : ((cq_pop == 4'h4) ? cq7_wr_id : cq3_wr_id))));
+        cq3_wr_id <= cq3_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq4_wr_id : ((cq_pop == 5'h02) ? cq5_wr_id : ((cq_pop == 5'h03) ? cq6_wr_id : ((cq_pop == 5'h04) ? cq7_wr_id : ((cq_pop == 5'h05) ? cq8_wr_id : ((cq_pop == 5'h06) ? cq9_wr_id : ((cq_pop == 5'h07) ? cq10_wr_id : ((cq_pop == 5'h08) ? cq11_wr_id : ((cq_pop == 5'h09) ? cq12_wr_id : ((cq_pop == 5'h0a) ? cq13_wr_id : ((cq_pop == 5'h0b) ? cq14_wr_id : ((cq_pop == 5'h0c) ? cq15_wr_id : cq3_wr_id))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_op <= cq3_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
+        cq3_op <= cq3_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq4_op : ((cq_pop == 5'h02) ? cq5_op : ((cq_pop == 5'h03) ? cq6_op : ((cq_pop == 5'h04) ? cq7_op : ((cq_pop == 5'h05) ? cq8_op : ((cq_pop == 5'h06) ? cq9_op : ((cq_pop == 5'h07) ? cq10_op : ((cq_pop == 5'h08) ? cq11_op : ((cq_pop == 5'h09) ? cq12_op : ((cq_pop == 5'h0a) ? cq13_op : ((cq_pop == 5'h0b) ? cq14_op : ((cq_pop == 5'h0c) ? cq15_op : cq3_op))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq4_len : ((cq_pop == 5'h02) ? cq5_len : ((cq_pop == 5'h03) ? cq6_len : ((cq_pop == 5'h04) ? cq7_len : ((cq_pop == 5'h05) ? cq8_len : ((cq_pop == 5'h06) ? cq9_len : ((cq_pop == 5'h07) ? cq10_len : ((cq_pop == 5'h08) ? cq11_len : ((cq_pop == 5'h09) ? cq12_len : ((cq_pop == 5'h0a) ? cq13_len : ((cq_pop == 5'h0b) ? cq14_len : ((cq_pop == 5'h0c) ? cq15_len : cq3_len))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_sq_ci <= cq3_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq4_sq_ci : ((cq_pop == 4'h2) ? cq5_sq_ci : ((cq_pop == 4'h3) ? cq6_sq_ci : ((cq_pop == 4'h4) ? cq7_sq_ci : cq3_sq_ci))));
+        cq3_sq_ci <= cq3_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq4_sq_ci : ((cq_pop == 5'h02) ? cq5_sq_ci : ((cq_pop == 5'h03) ? cq6_sq_ci : ((cq_pop == 5'h04) ? cq7_sq_ci : ((cq_pop == 5'h05) ? cq8_sq_ci : ((cq_pop == 5'h06) ? cq9_sq_ci : ((cq_pop == 5'h07) ? cq10_sq_ci : ((cq_pop == 5'h08) ? cq11_sq_ci : ((cq_pop == 5'h09) ? cq12_sq_ci : ((cq_pop == 5'h0a) ? cq13_sq_ci : ((cq_pop == 5'h0b) ? cq14_sq_ci : ((cq_pop == 5'h0c) ? cq15_sq_ci : cq3_sq_ci))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_txs_pi <= cq3_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq4_txs_pi : ((cq_pop == 4'h2) ? cq5_txs_pi : ((cq_pop == 4'h3) ? cq6_txs_pi : ((cq_pop == 4'h4) ? cq7_txs_pi : cq3_txs_pi))));
+        cq3_txs_pi <= cq3_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq4_txs_pi : ((cq_pop == 5'h02) ? cq5_txs_pi : ((cq_pop == 5'h03) ? cq6_txs_pi : ((cq_pop == 5'h04) ? cq7_txs_pi : ((cq_pop == 5'h05) ? cq8_txs_pi : ((cq_pop == 5'h06) ? cq9_txs_pi : ((cq_pop == 5'h07) ? cq10_txs_pi : ((cq_pop == 5'h08) ? cq11_txs_pi : ((cq_pop == 5'h09) ? cq12_txs_pi : ((cq_pop == 5'h0a) ? cq13_txs_pi : ((cq_pop == 5'h0b) ? cq14_txs_pi : ((cq_pop == 5'h0c) ? cq15_txs_pi : cq3_txs_pi))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq4_noring : ((cq_pop == 5'h02) ? cq5_noring : ((cq_pop == 5'h03) ? cq6_noring : ((cq_pop == 5'h04) ? cq7_noring : ((cq_pop == 5'h05) ? cq8_noring : ((cq_pop == 5'h06) ? cq9_noring : ((cq_pop == 5'h07) ? cq10_noring : ((cq_pop == 5'h08) ? cq11_noring : ((cq_pop == 5'h09) ? cq12_noring : ((cq_pop == 5'h0a) ? cq13_noring : ((cq_pop == 5'h0b) ? cq14_noring : ((cq_pop == 5'h0c) ? cq15_noring : cq3_noring))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_flush <= cq3_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
+        cq3_flush <= cq3_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq4_flush : ((cq_pop == 5'h02) ? cq5_flush : ((cq_pop == 5'h03) ? cq6_flush : ((cq_pop == 5'h04) ? cq7_flush : ((cq_pop == 5'h05) ? cq8_flush : ((cq_pop == 5'h06) ? cq9_flush : ((cq_pop == 5'h07) ? cq10_flush : ((cq_pop == 5'h08) ? cq11_flush : ((cq_pop == 5'h09) ? cq12_flush : ((cq_pop == 5'h0a) ? cq13_flush : ((cq_pop == 5'h0b) ? cq14_flush : ((cq_pop == 5'h0c) ? cq15_flush : cq3_flush))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_prot <= cq3_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
+        cq3_prot <= cq3_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq4_prot : ((cq_pop == 5'h02) ? cq5_prot : ((cq_pop == 5'h03) ? cq6_prot : ((cq_pop == 5'h04) ? cq7_prot : ((cq_pop == 5'h05) ? cq8_prot : ((cq_pop == 5'h06) ? cq9_prot : ((cq_pop == 5'h07) ? cq10_prot : ((cq_pop == 5'h08) ? cq11_prot : ((cq_pop == 5'h09) ? cq12_prot : ((cq_pop == 5'h0a) ? cq13_prot : ((cq_pop == 5'h0b) ? cq14_prot : ((cq_pop == 5'h0c) ? cq15_prot : cq3_prot))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_rrd <= cq3_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
+        cq3_rrd <= cq3_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq4_rrd : ((cq_pop == 5'h02) ? cq5_rrd : ((cq_pop == 5'h03) ? cq6_rrd : ((cq_pop == 5'h04) ? cq7_rrd : ((cq_pop == 5'h05) ? cq8_rrd : ((cq_pop == 5'h06) ? cq9_rrd : ((cq_pop == 5'h07) ? cq10_rrd : ((cq_pop == 5'h08) ? cq11_rrd : ((cq_pop == 5'h09) ? cq12_rrd : ((cq_pop == 5'h0a) ? cq13_rrd : ((cq_pop == 5'h0b) ? cq14_rrd : ((cq_pop == 5'h0c) ? cq15_rrd : cq3_rrd))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_term <= cq3_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq4_term : ((cq_pop == 4'h2) ? cq5_term : ((cq_pop == 4'h3) ? cq6_term : ((cq_pop == 4'h4) ? cq7_term : cq3_term))));
+        cq3_term <= cq3_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq4_term : ((cq_pop == 5'h02) ? cq5_term : ((cq_pop == 5'h03) ? cq6_term : ((cq_pop == 5'h04) ? cq7_term : ((cq_pop == 5'h05) ? cq8_term : ((cq_pop == 5'h06) ? cq9_term : ((cq_pop == 5'h07) ? cq10_term : ((cq_pop == 5'h08) ? cq11_term : ((cq_pop == 5'h09) ? cq12_term : ((cq_pop == 5'h0a) ? cq13_term : ((cq_pop == 5'h0b) ? cq14_term : ((cq_pop == 5'h0c) ? cq15_term : cq3_term))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_blame <= cq3_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq4_blame : ((cq_pop == 4'h2) ? cq5_blame : ((cq_pop == 4'h3) ? cq6_blame : ((cq_pop == 4'h4) ? cq7_blame : cq3_blame))));
+        cq3_blame <= cq3_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq4_blame : ((cq_pop == 5'h02) ? cq5_blame : ((cq_pop == 5'h03) ? cq6_blame : ((cq_pop == 5'h04) ? cq7_blame : ((cq_pop == 5'h05) ? cq8_blame : ((cq_pop == 5'h06) ? cq9_blame : ((cq_pop == 5'h07) ? cq10_blame : ((cq_pop == 5'h08) ? cq11_blame : ((cq_pop == 5'h09) ? cq12_blame : ((cq_pop == 5'h0a) ? cq13_blame : ((cq_pop == 5'h0b) ? cq14_blame : ((cq_pop == 5'h0c) ? cq15_blame : cq3_blame))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_mal <= cq3_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
+        cq3_mal <= cq3_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq4_mal : ((cq_pop == 5'h02) ? cq5_mal : ((cq_pop == 5'h03) ? cq6_mal : ((cq_pop == 5'h04) ? cq7_mal : ((cq_pop == 5'h05) ? cq8_mal : ((cq_pop == 5'h06) ? cq9_mal : ((cq_pop == 5'h07) ? cq10_mal : ((cq_pop == 5'h08) ? cq11_mal : ((cq_pop == 5'h09) ? cq12_mal : ((cq_pop == 5'h0a) ? cq13_mal : ((cq_pop == 5'h0b) ? cq14_mal : ((cq_pop == 5'h0c) ? cq15_mal : cq3_mal))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_cut <= cq3_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq4_cut : ((cq_pop == 4'h2) ? cq5_cut : ((cq_pop == 4'h3) ? cq6_cut : ((cq_pop == 4'h4) ? cq7_cut : cq3_cut))));
+        cq3_cut <= cq3_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq4_cut : ((cq_pop == 5'h02) ? cq5_cut : ((cq_pop == 5'h03) ? cq6_cut : ((cq_pop == 5'h04) ? cq7_cut : ((cq_pop == 5'h05) ? cq8_cut : ((cq_pop == 5'h06) ? cq9_cut : ((cq_pop == 5'h07) ? cq10_cut : ((cq_pop == 5'h08) ? cq11_cut : ((cq_pop == 5'h09) ? cq12_cut : ((cq_pop == 5'h0a) ? cq13_cut : ((cq_pop == 5'h0b) ? cq14_cut : ((cq_pop == 5'h0c) ? cq15_cut : cq3_cut))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_wqe <= cq3_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq4_wqe : ((cq_pop == 4'h2) ? cq5_wqe : ((cq_pop == 4'h3) ? cq6_wqe : ((cq_pop == 4'h4) ? cq7_wqe : cq3_wqe))));
+        cq3_wqe <= cq3_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq4_wqe : ((cq_pop == 5'h02) ? cq5_wqe : ((cq_pop == 5'h03) ? cq6_wqe : ((cq_pop == 5'h04) ? cq7_wqe : ((cq_pop == 5'h05) ? cq8_wqe : ((cq_pop == 5'h06) ? cq9_wqe : ((cq_pop == 5'h07) ? cq10_wqe : ((cq_pop == 5'h08) ? cq11_wqe : ((cq_pop == 5'h09) ? cq12_wqe : ((cq_pop == 5'h0a) ? cq13_wqe : ((cq_pop == 5'h0b) ? cq14_wqe : ((cq_pop == 5'h0c) ? cq15_wqe : cq3_wqe))))))))))));
     end
 
     always @(posedge clk) begin
-        cq3_silent <= cq3_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq4_silent : ((cq_pop == 4'h2) ? cq5_silent : ((cq_pop == 4'h3) ? cq6_silent : ((cq_pop == 4'h4) ? cq7_silent : cq3_silent))));
+        cq3_silent <= cq3_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq4_silent : ((cq_pop == 5'h02) ? cq5_silent : ((cq_pop == 5'h03) ? cq6_silent : ((cq_pop == 5'h04) ? cq7_silent : ((cq_pop == 5'h05) ? cq8_silent : ((cq_pop == 5'h06) ? cq9_silent : ((cq_pop == 5'h07) ? cq10_silent : ((cq_pop == 5'h08) ? cq11_silent : ((cq_pop == 5'h09) ? cq12_silent : ((cq_pop == 5'h0a) ? cq13_silent : ((cq_pop == 5'h0b) ? cq14_silent : ((cq_pop == 5'h0c) ? cq15_silent : cq3_silent))))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq5_cqe : ((cq_pop == 5'h02) ? cq6_cqe : ((cq_pop == 5'h03) ? cq7_cqe : ((cq_pop == 5'h04) ? cq8_cqe : ((cq_pop == 5'h05) ? cq9_cqe : ((cq_pop == 5'h06) ? cq10_cqe : ((cq_pop == 5'h07) ? cq11_cqe : ((cq_pop == 5'h08) ? cq12_cqe : ((cq_pop == 5'h09) ? cq13_cqe : ((cq_pop == 5'h0a) ? cq14_cqe : ((cq_pop == 5'h0b) ? cq15_cqe : cq4_cqe)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_cq <= cq4_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq5_cq : ((cq_pop == 4'h2) ? cq6_cq : ((cq_pop == 4'h3) ? cq7_cq : cq4_cq)));
+        cq4_cq <= cq4_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq5_cq : ((cq_pop == 5'h02) ? cq6_cq : ((cq_pop == 5'h03) ? cq7_cq : ((cq_pop == 5'h04) ? cq8_cq : ((cq_pop == 5'h05) ? cq9_cq : ((cq_pop == 5'h06) ? cq10_cq : ((cq_pop == 5'h07) ? cq11_cq : ((cq_pop == 5'h08) ? cq12_cq : ((cq_pop == 5'h09) ? cq13_cq : ((cq_pop == 5'h0a) ? cq14_cq : ((cq_pop == 5'h0b) ? cq15_cq : cq4_cq)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_qpn <= cq4_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq5_qpn : ((cq_pop == 4'h2) ? cq6_qpn : ((cq_pop == 4'h3) ? cq7_qpn : cq4_qpn)));
+        cq4_qpn <= cq4_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq5_qpn : ((cq_pop == 5'h02) ? cq6_qpn : ((cq_pop == 5'h03) ? cq7_qpn : ((cq_pop == 5'h04) ? cq8_qpn : ((cq_pop == 5'h05) ? cq9_qpn : ((cq_pop == 5'h06) ? cq10_qpn : ((cq_pop == 5'h07) ? cq11_qpn : ((cq_pop == 5'h08) ? cq12_qpn : ((cq_pop == 5'h09) ? cq13_qpn : ((cq_pop == 5'h0a) ? cq14_qpn : ((cq_pop == 5'h0b) ? cq15_qpn : cq4_qpn)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_wr_id <= cq4_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq5_wr_id : ((cq_pop == 4'h2) ? cq6_wr_id : ((cq_pop == 4'h3) ? cq7_wr_id : cq4_wr_id)));
+        cq4_wr_id <= cq4_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq5_wr_id : ((cq_pop == 5'h02) ? cq6_wr_id : ((cq_pop == 5'h03) ? cq7_wr_id : ((cq_pop == 5'h04) ? cq8_wr_id : ((cq_pop == 5'h05) ? cq9_wr_id : ((cq_pop == 5'h06) ? cq10_wr_id : ((cq_pop == 5'h07) ? cq11_wr_id : ((cq_pop == 5'h08) ? cq12_wr_id : ((cq_pop == 5'h09) ? cq13_wr_id : ((cq_pop == 5'h0a) ? cq14_wr_id : ((cq_pop == 5'h0b) ? cq15_wr_id : cq4_wr_id)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_op <= cq4_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
+        cq4_op <= cq4_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq5_op : ((cq_pop == 5'h02) ? cq6_op : ((cq_pop == 5'h03) ? cq7_op : ((cq_pop == 5'h04) ? cq8_op : ((cq_pop == 5'h05) ? cq9_op : ((cq_pop == 5'h06) ? cq10_op : ((cq_pop == 5'h07) ? cq11_op : ((cq_pop == 5'h08) ? cq12_op : ((cq_pop == 5'h09) ? cq13_op : ((cq_pop == 5'h0a) ? cq14_op : ((cq_pop == 5'h0b) ? cq15_op : cq4_op)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq5_len : ((cq_pop == 5'h02) ? cq6_len : ((cq_pop == 5'h03) ? cq7_len : ((cq_pop == 5'h04) ? cq8_len : ((cq_pop == 5'h05) ? cq9_len : ((cq_pop == 5'h06) ? cq10_len : ((cq_pop == 5'h07) ? cq11_len : ((cq_pop == 5'h08) ? cq12_len : ((cq_pop == 5'h09) ? cq13_len : ((cq_pop == 5'h0a) ? cq14_len : ((cq_pop == 5'h0b) ? cq15_len : cq4_len)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_sq_ci <= cq4_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq5_sq_ci : ((cq_pop == 4'h2) ? cq6_sq_ci : ((cq_pop == 4'h3) ? cq7_sq_ci : cq4_sq_ci)));
+        cq4_sq_ci <= cq4_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq5_sq_ci : ((cq_pop == 5'h02) ? cq6_sq_ci : ((cq_pop == 5'h03) ? cq7_sq_ci : ((cq_pop == 5'h04) ? cq8_sq_ci : ((cq_pop == 5'h05) ? cq9_sq_ci : ((cq_pop == 5'h06) ? cq10_sq_ci : ((cq_pop == 5'h07) ? cq11_sq_ci : ((cq_pop == 5'h08) ? cq12_sq_ci : ((cq_pop == 5'h09) ? cq13_sq_ci : ((cq_pop == 5'h0a) ? cq14_sq_ci : ((cq_pop == 5'h0b) ? cq15_sq_ci : cq4_sq_ci)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_txs_pi <= cq4_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq5_txs_pi : ((cq_pop == 4'h2) ? cq6_txs_pi : ((cq_pop == 4'h3) ? cq7_txs_pi : cq4_txs_pi)));
+        cq4_txs_pi <= cq4_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq5_txs_pi : ((cq_pop == 5'h02) ? cq6_txs_pi : ((cq_pop == 5'h03) ? cq7_txs_pi : ((cq_pop == 5'h04) ? cq8_txs_pi : ((cq_pop == 5'h05) ? cq9_txs_pi : ((cq_pop == 5'h06) ? cq10_txs_pi : ((cq_pop == 5'h07) ? cq11_txs_pi : ((cq_pop == 5'h08) ? cq12_txs_pi : ((cq_pop == 5'h09) ? cq13_txs_pi : ((cq_pop == 5'h0a) ? cq14_txs_pi : ((cq_pop == 5'h0b) ? cq15_txs_pi : cq4_txs_pi)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq5_noring : ((cq_pop == 5'h02) ? cq6_noring : ((cq_pop == 5'h03) ? cq7_noring : ((cq_pop == 5'h04) ? cq8_noring : ((cq_pop == 5'h05) ? cq9_noring : ((cq_pop == 5'h06) ? cq10_noring : ((cq_pop == 5'h07) ? cq11_noring : ((cq_pop == 5'h08) ? cq12_noring : ((cq_pop == 5'h09) ? cq13_noring : ((cq_pop == 5'h0a) ? cq14_noring : ((cq_pop == 5'h0b) ? cq15_noring : cq4_noring)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_flush <= cq4_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
+        cq4_flush <= cq4_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq5_flush : ((cq_pop == 5'h02) ? cq6_flush : ((cq_pop == 5'h03) ? cq7_flush : ((cq_pop == 5'h04) ? cq8_flush : ((cq_pop == 5'h05) ? cq9_flush : ((cq_pop == 5'h06) ? cq10_flush : ((cq_pop == 5'h07) ? cq11_flush : ((cq_pop == 5'h08) ? cq12_flush : ((cq_pop == 5'h09) ? cq13_flush : ((cq_pop == 5'h0a) ? cq14_flush : ((cq_pop == 5'h0b) ? cq15_flush : cq4_flush)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_prot <= cq4_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
+        cq4_prot <= cq4_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq5_prot : ((cq_pop == 5'h02) ? cq6_prot : ((cq_pop == 5'h03) ? cq7_prot : ((cq_pop == 5'h04) ? cq8_prot : ((cq_pop == 5'h05) ? cq9_prot : ((cq_pop == 5'h06) ? cq10_prot : ((cq_pop == 5'h07) ? cq11_prot : ((cq_pop == 5'h08) ? cq12_prot : ((cq_pop == 5'h09) ? cq13_prot : ((cq_pop == 5'h0a) ? cq14_prot : ((cq_pop == 5'h0b) ? cq15_prot : cq4_prot)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_rrd <= cq4_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
+        cq4_rrd <= cq4_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq5_rrd : ((cq_pop == 5'h02) ? cq6_rrd : ((cq_pop == 5'h03) ? cq7_rrd : ((cq_pop == 5'h04) ? cq8_rrd : ((cq_pop == 5'h05) ? cq9_rrd : ((cq_pop == 5'h06) ? cq10_rrd : ((cq_pop == 5'h07) ? cq11_rrd : ((cq_pop == 5'h08) ? cq12_rrd : ((cq_pop == 5'h09) ? cq13_rrd : ((cq_pop == 5'h0a) ? cq14_rrd : ((cq_pop == 5'h0b) ? cq15_rrd : cq4_rrd)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_term <= cq4_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq5_term : ((cq_pop == 4'h2) ? cq6_term : ((cq_pop == 4'h3) ? cq7_term : cq4_term)));
+        cq4_term <= cq4_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq5_term : ((cq_pop == 5'h02) ? cq6_term : ((cq_pop == 5'h03) ? cq7_term : ((cq_pop == 5'h04) ? cq8_term : ((cq_pop == 5'h05) ? cq9_term : ((cq_pop == 5'h06) ? cq10_term : ((cq_pop == 5'h07) ? cq11_term : ((cq_pop == 5'h08) ? cq12_term : ((cq_pop == 5'h09) ? cq13_term : ((cq_pop == 5'h0a) ? cq14_term : ((cq_pop == 5'h0b) ? cq15_term : cq4_term)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_blame <= cq4_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq5_blame : ((cq_pop == 4'h2) ? cq6_blame : ((cq_pop == 4'h3) ? cq7_blame : cq4_blame)));
+        cq4_blame <= cq4_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq5_blame : ((cq_pop == 5'h02) ? cq6_blame : ((cq_pop == 5'h03) ? cq7_blame : ((cq_pop == 5'h04) ? cq8_blame : ((cq_pop == 5'h05) ? cq9_blame : ((cq_pop == 5'h06) ? cq10_blame : ((cq_pop == 5'h07) ? cq11_blame : ((cq_pop == 5'h08) ? cq12_blame : ((cq_pop == 5'h09) ? cq13_blame : ((cq_pop == 5'h0a) ? cq14_blame : ((cq_pop == 5'h0b) ? cq15_blame : cq4_blame)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_mal <= cq4_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
+        cq4_mal <= cq4_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq5_mal : ((cq_pop == 5'h02) ? cq6_mal : ((cq_pop == 5'h03) ? cq7_mal : ((cq_pop == 5'h04) ? cq8_mal : ((cq_pop == 5'h05) ? cq9_mal : ((cq_pop == 5'h06) ? cq10_mal : ((cq_pop == 5'h07) ? cq11_mal : ((cq_pop == 5'h08) ? cq12_mal : ((cq_pop == 5'h09) ? cq13_mal : ((cq_pop == 5'h0a) ? cq14_mal : ((cq_pop == 5'h0b) ? cq15_mal : cq4_mal)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_cut <= cq4_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq5_cut : ((cq_pop == 4'h2) ? cq6_cut : ((cq_pop == 4'h3) ? cq7_cut : cq4_cut)));
+        cq4_cut <= cq4_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq5_cut : ((cq_pop == 5'h02) ? cq6_cut : ((cq_pop == 5'h03) ? cq7_cut : ((cq_pop == 5'h04) ? cq8_cut : ((cq_pop == 5'h05) ? cq9_cut : ((cq_pop == 5'h06) ? cq10_cut : ((cq_pop == 5'h07) ? cq11_cut : ((cq_pop == 5'h08) ? cq12_cut : ((cq_pop == 5'h09) ? cq13_cut : ((cq_pop == 5'h0a) ? cq14_cut : ((cq_pop == 5'h0b) ? cq15_cut : cq4_cut)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_wqe <= cq4_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq5_wqe : ((cq_pop == 4'h2) ? cq6_wqe : ((cq_pop == 4'h3) ? cq7_wqe : cq4_wqe)));
+        cq4_wqe <= cq4_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq5_wqe : ((cq_pop == 5'h02) ? cq6_wqe : ((cq_pop == 5'h03) ? cq7_wqe : ((cq_pop == 5'h04) ? cq8_wqe : ((cq_pop == 5'h05) ? cq9_wqe : ((cq_pop == 5'h06) ? cq10_wqe : ((cq_pop == 5'h07) ? cq11_wqe : ((cq_pop == 5'h08) ? cq12_wqe : ((cq_pop == 5'h09) ? cq13_wqe : ((cq_pop == 5'h0a) ? cq14_wqe : ((cq_pop == 5'h0b) ? cq15_wqe : cq4_wqe)))))))))));
     end
 
     always @(posedge clk) begin
-        cq4_silent <= cq4_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq5_silent : ((cq_pop == 4'h2) ? cq6_silent : ((cq_pop == 4'h3) ? cq7_silent : cq4_silent)));
+        cq4_silent <= cq4_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq5_silent : ((cq_pop == 5'h02) ? cq6_silent : ((cq_pop == 5'h03) ? cq7_silent : ((cq_pop == 5'h04) ? cq8_silent : ((cq_pop == 5'h05) ? cq9_silent : ((cq_pop == 5'h06) ? cq10_silent : ((cq_pop == 5'h07) ? cq11_silent : ((cq_pop == 5'h08) ? cq12_silent : ((cq_pop == 5'h09) ? cq13_silent : ((cq_pop == 5'h0a) ? cq14_silent : ((cq_pop == 5'h0b) ? cq15_silent : cq4_silent)))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq6_cqe : ((cq_pop == 5'h02) ? cq7_cqe : ((cq_pop == 5'h03) ? cq8_cqe : ((cq_pop == 5'h04) ? cq9_cqe : ((cq_pop == 5'h05) ? cq10_cqe : ((cq_pop == 5'h06) ? cq11_cqe : ((cq_pop == 5'h07) ? cq12_cqe : ((cq_pop == 5'h08) ? cq13_cqe : ((cq_pop == 5'h09) ? cq14_cqe : ((cq_pop == 5'h0a) ? cq15_cqe : cq5_cqe))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_cq <= cq5_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq6_cq : ((cq_pop == 4'h2) ? cq7_cq : cq5_cq));
+        cq5_cq <= cq5_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq6_cq : ((cq_pop == 5'h02) ? cq7_cq : ((cq_pop == 5'h03) ? cq8_cq : ((cq_pop == 5'h04) ? cq9_cq : ((cq_pop == 5'h05) ? cq10_cq : ((cq_pop == 5'h06) ? cq11_cq : ((cq_pop == 5'h07) ? cq12_cq : ((cq_pop == 5'h08) ? cq13_cq : ((cq_pop == 5'h09) ? cq14_cq : ((cq_pop == 5'h0a) ? cq15_cq : cq5_cq))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_qpn <= cq5_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq6_qpn : ((cq_pop == 4'h2) ? cq7_qpn : cq5_qpn));
+        cq5_qpn <= cq5_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq6_qpn : ((cq_pop == 5'h02) ? cq7_qpn : ((cq_pop == 5'h03) ? cq8_qpn : ((cq_pop == 5'h04) ? cq9_qpn : ((cq_pop == 5'h05) ? cq10_qpn : ((cq_pop == 5'h06) ? cq11_qpn : ((cq_pop == 5'h07) ? cq12_qpn : ((cq_pop == 5'h08) ? cq13_qpn : ((cq_pop == 5'h09) ? cq14_qpn : ((cq_pop == 5'h0a) ? cq15_qpn : cq5_qpn))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_wr_id <= cq5_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq6_wr_id : ((cq_pop == 4'h2) ? cq7_wr_id : cq5_wr_id));
+        cq5_wr_id <= cq5_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq6_wr_id : ((cq_pop == 5'h02) ? cq7_wr_id : ((cq_pop == 5'h03) ? cq8_wr_id : ((cq_pop == 5'h04) ? cq9_wr_id : ((cq_pop == 5'h05) ? cq10_wr_id : ((cq_pop == 5'h06) ? cq11_wr_id : ((cq_pop == 5'h07) ? cq12_wr_id : ((cq_pop == 5'h08) ? cq13_wr_id : ((cq_pop == 5'h09) ? cq14_wr_id : ((cq_pop == 5'h0a) ? cq15_wr_id : cq5_wr_id))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_op <= cq5_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
+        cq5_op <= cq5_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq6_op : ((cq_pop == 5'h02) ? cq7_op : ((cq_pop == 5'h03) ? cq8_op : ((cq_pop == 5'h04) ? cq9_op : ((cq_pop == 5'h05) ? cq10_op : ((cq_pop == 5'h06) ? cq11_op : ((cq_pop == 5'h07) ? cq12_op : ((cq_pop == 5'h08) ? cq13_op : ((cq_pop == 5'h09) ? cq14_op : ((cq_pop == 5'h0a) ? cq15_op : cq5_op))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq6_len : ((cq_pop == 5'h02) ? cq7_len : ((cq_pop == 5'h03) ? cq8_len : ((cq_pop == 5'h04) ? cq9_len : ((cq_pop == 5'h05) ? cq10_len : ((cq_pop == 5'h06) ? cq11_len : ((cq_pop == 5'h07) ? cq12_len : ((cq_pop == 5'h08) ? cq13_len : ((cq_pop == 5'h09) ? cq14_len : ((cq_pop == 5'h0a) ? cq15_len : cq5_len))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_sq_ci <= cq5_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq6_sq_ci : ((cq_pop == 4'h2) ? cq7_sq_ci : cq5_sq_ci));
+        cq5_sq_ci <= cq5_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq6_sq_ci : ((cq_pop == 5'h02) ? cq7_sq_ci : ((cq_pop == 5'h03) ? cq8_sq_ci : ((cq_pop == 5'h04) ? cq9_sq_ci : ((cq_pop == 5'h05) ? cq10_sq_ci : ((cq_pop == 5'h06) ? cq11_sq_ci : ((cq_pop == 5'h07) ? cq12_sq_ci : ((cq_pop == 5'h08) ? cq13_sq_ci : ((cq_pop == 5'h09) ? cq14_sq_ci : ((cq_pop == 5'h0a) ? cq15_sq_ci : cq5_sq_ci))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_txs_pi <= cq5_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq6_txs_pi : ((cq_pop == 4'h2) ? cq7_txs_pi : cq5_txs_pi));
+        cq5_txs_pi <= cq5_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq6_txs_pi : ((cq_pop == 5'h02) ? cq7_txs_pi : ((cq_pop == 5'h03) ? cq8_txs_pi : ((cq_pop == 5'h04) ? cq9_txs_pi : ((cq_pop == 5'h05) ? cq10_txs_pi : ((cq_pop == 5'h06) ? cq11_txs_pi : ((cq_pop == 5'h07) ? cq12_txs_pi : ((cq_pop == 5'h08) ? cq13_txs_pi : ((cq_pop == 5'h09) ? cq14_txs_pi : ((cq_pop == 5'h0a) ? cq15_txs_pi : cq5_txs_pi))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq6_noring : ((cq_pop == 5'h02) ? cq7_noring : ((cq_pop == 5'h03) ? cq8_noring : ((cq_pop == 5'h04) ? cq9_noring : ((cq_pop == 5'h05) ? cq10_noring : ((cq_pop == 5'h06) ? cq11_noring : ((cq_pop == 5'h07) ? cq12_noring : ((cq_pop == 5'h08) ? cq13_noring : ((cq_pop == 5'h09) ? cq14_noring : ((cq_pop == 5'h0a) ? cq15_noring : cq5_noring))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_flush <= cq5_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
+        cq5_flush <= cq5_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq6_flush : ((cq_pop == 5'h02) ? cq7_flush : ((cq_pop == 5'h03) ? cq8_flush : ((cq_pop == 5'h04) ? cq9_flush : ((cq_pop == 5'h05) ? cq10_flush : ((cq_pop == 5'h06) ? cq11_flush : ((cq_pop == 5'h07) ? cq12_flush : ((cq_pop == 5'h08) ? cq13_flush : ((cq_pop == 5'h09) ? cq14_flush : ((cq_pop == 5'h0a) ? cq15_flush : cq5_flush))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_prot <= cq5_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
+        cq5_prot <= cq5_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq6_prot : ((cq_pop == 5'h02) ? cq7_prot : ((cq_pop == 5'h03) ? cq8_prot : ((cq_pop == 5'h04) ? cq9_prot : ((cq_pop == 5'h05) ? cq10_prot : ((cq_pop == 5'h06) ? cq11_prot : ((cq_pop == 5'h07) ? cq12_prot : ((cq_pop == 5'h08) ? cq13_prot : ((cq_pop == 5'h09) ? cq14_prot : ((cq_pop == 5'h0a) ? cq15_prot : cq5_prot))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_rrd <= cq5_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
+        cq5_rrd <= cq5_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq6_rrd : ((cq_pop == 5'h02) ? cq7_rrd : ((cq_pop == 5'h03) ? cq8_rrd : ((cq_pop == 5'h04) ? cq9_rrd : ((cq_pop == 5'h05) ? cq10_rrd : ((cq_pop == 5'h06) ? cq11_rrd : ((cq_pop == 5'h07) ? cq12_rrd : ((cq_pop == 5'h08) ? cq13_rrd : ((cq_pop == 5'h09) ? cq14_rrd : ((cq_pop == 5'h0a) ? cq15_rrd : cq5_rrd))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_term <= cq5_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq6_term : ((cq_pop == 4'h2) ? cq7_term : cq5_term));
+        cq5_term <= cq5_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq6_term : ((cq_pop == 5'h02) ? cq7_term : ((cq_pop == 5'h03) ? cq8_term : ((cq_pop == 5'h04) ? cq9_term : ((cq_pop == 5'h05) ? cq10_term : ((cq_pop == 5'h06) ? cq11_term : ((cq_pop == 5'h07) ? cq12_term : ((cq_pop == 5'h08) ? cq13_term : ((cq_pop == 5'h09) ? cq14_term : ((cq_pop == 5'h0a) ? cq15_term : cq5_term))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_blame <= cq5_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq6_blame : ((cq_pop == 4'h2) ? cq7_blame : cq5_blame));
+        cq5_blame <= cq5_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq6_blame : ((cq_pop == 5'h02) ? cq7_blame : ((cq_pop == 5'h03) ? cq8_blame : ((cq_pop == 5'h04) ? cq9_blame : ((cq_pop == 5'h05) ? cq10_blame : ((cq_pop == 5'h06) ? cq11_blame : ((cq_pop == 5'h07) ? cq12_blame : ((cq_pop == 5'h08) ? cq13_blame : ((cq_pop == 5'h09) ? cq14_blame : ((cq_pop == 5'h0a) ? cq15_blame : cq5_blame))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_mal <= cq5_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
+        cq5_mal <= cq5_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq6_mal : ((cq_pop == 5'h02) ? cq7_mal : ((cq_pop == 5'h03) ? cq8_mal : ((cq_pop == 5'h04) ? cq9_mal : ((cq_pop == 5'h05) ? cq10_mal : ((cq_pop == 5'h06) ? cq11_mal : ((cq_pop == 5'h07) ? cq12_mal : ((cq_pop == 5'h08) ? cq13_mal : ((cq_pop == 5'h09) ? cq14_mal : ((cq_pop == 5'h0a) ? cq15_mal : cq5_mal))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_cut <= cq5_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq6_cut : ((cq_pop == 4'h2) ? cq7_cut : cq5_cut));
+        cq5_cut <= cq5_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq6_cut : ((cq_pop == 5'h02) ? cq7_cut : ((cq_pop == 5'h03) ? cq8_cut : ((cq_pop == 5'h04) ? cq9_cut : ((cq_pop == 5'h05) ? cq10_cut : ((cq_pop == 5'h06) ? cq11_cut : ((cq_pop == 5'h07) ? cq12_cut : ((cq_pop == 5'h08) ? cq13_cut : ((cq_pop == 5'h09) ? cq14_cut : ((cq_pop == 5'h0a) ? cq15_cut : cq5_cut))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_wqe <= cq5_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq6_wqe : ((cq_pop == 4'h2) ? cq7_wqe : cq5_wqe));
+        cq5_wqe <= cq5_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq6_wqe : ((cq_pop == 5'h02) ? cq7_wqe : ((cq_pop == 5'h03) ? cq8_wqe : ((cq_pop == 5'h04) ? cq9_wqe : ((cq_pop == 5'h05) ? cq10_wqe : ((cq_pop == 5'h06) ? cq11_wqe : ((cq_pop == 5'h07) ? cq12_wqe : ((cq_pop == 5'h08) ? cq13_wqe : ((cq_pop == 5'h09) ? cq14_wqe : ((cq_pop == 5'h0a) ? cq15_wqe : cq5_wqe))))))))));
     end
 
     always @(posedge clk) begin
-        cq5_silent <= cq5_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq6_silent : ((cq_pop == 4'h2) ? cq7_silent : cq5_silent));
+        cq5_silent <= cq5_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq6_silent : ((cq_pop == 5'h02) ? cq7_silent : ((cq_pop == 5'h03) ? cq8_silent : ((cq_pop == 5'h04) ? cq9_silent : ((cq_pop == 5'h05) ? cq10_silent : ((cq_pop == 5'h06) ? cq11_silent : ((cq_pop == 5'h07) ? cq12_silent : ((cq_pop == 5'h08) ? cq13_silent : ((cq_pop == 5'h09) ? cq14_silent : ((cq_pop == 5'h0a) ? cq15_silent : cq5_silent))))))))));
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq7_cqe : ((cq_pop == 5'h02) ? cq8_cqe : ((cq_pop == 5'h03) ? cq9_cqe : ((cq_pop == 5'h04) ? cq10_cqe : ((cq_pop == 5'h05) ? cq11_cqe : ((cq_pop == 5'h06) ? cq12_cqe : ((cq_pop == 5'h07) ? cq13_cqe : ((cq_pop == 5'h08) ? cq14_cqe : ((cq_pop == 5'h09) ? cq15_cqe : cq6_cqe)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_cq <= cq6_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq7_cq : cq6_cq);
+        cq6_cq <= cq6_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq7_cq : ((cq_pop == 5'h02) ? cq8_cq : ((cq_pop == 5'h03) ? cq9_cq : ((cq_pop == 5'h04) ? cq10_cq : ((cq_pop == 5'h05) ? cq11_cq : ((cq_pop == 5'h06) ? cq12_cq : ((cq_pop == 5'h07) ? cq13_cq : ((cq_pop == 5'h08) ? cq14_cq : ((cq_pop == 5'h09) ? cq15_cq : cq6_cq)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_qpn <= cq6_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq7_qpn : cq6_qpn);
+        cq6_qpn <= cq6_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq7_qpn : ((cq_pop == 5'h02) ? cq8_qpn : ((cq_pop == 5'h03) ? cq9_qpn : ((cq_pop == 5'h04) ? cq10_qpn : ((cq_pop == 5'h05) ? cq11_qpn : ((cq_pop == 5'h06) ? cq12_qpn : ((cq_pop == 5'h07) ? cq13_qpn : ((cq_pop == 5'h08) ? cq14_qpn : ((cq_pop == 5'h09) ? cq15_qpn : cq6_qpn)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_wr_id <= cq6_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq7_wr_id : cq6_wr_id);
+        cq6_wr_id <= cq6_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq7_wr_id : ((cq_pop == 5'h02) ? cq8_wr_id : ((cq_pop == 5'h03) ? cq9_wr_id : ((cq_pop == 5'h04) ? cq10_wr_id : ((cq_pop == 5'h05) ? cq11_wr_id : ((cq_pop == 5'h06) ? cq12_wr_id : ((cq_pop == 5'h07) ? cq13_wr_id : ((cq_pop == 5'h08) ? cq14_wr_id : ((cq_pop == 5'h09) ? cq15_wr_id : cq6_wr_id)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_op <= cq6_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
+        cq6_op <= cq6_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq7_op : ((cq_pop == 5'h02) ? cq8_op : ((cq_pop == 5'h03) ? cq9_op : ((cq_pop == 5'h04) ? cq10_op : ((cq_pop == 5'h05) ? cq11_op : ((cq_pop == 5'h06) ? cq12_op : ((cq_pop == 5'h07) ? cq13_op : ((cq_pop == 5'h08) ? cq14_op : ((cq_pop == 5'h09) ? cq15_op : cq6_op)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq7_len : ((cq_pop == 5'h02) ? cq8_len : ((cq_pop == 5'h03) ? cq9_len : ((cq_pop == 5'h04) ? cq10_len : ((cq_pop == 5'h05) ? cq11_len : ((cq_pop == 5'h06) ? cq12_len : ((cq_pop == 5'h07) ? cq13_len : ((cq_pop == 5'h08) ? cq14_len : ((cq_pop == 5'h09) ? cq15_len : cq6_len)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_sq_ci <= cq6_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq7_sq_ci : cq6_sq_ci);
+        cq6_sq_ci <= cq6_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq7_sq_ci : ((cq_pop == 5'h02) ? cq8_sq_ci : ((cq_pop == 5'h03) ? cq9_sq_ci : ((cq_pop == 5'h04) ? cq10_sq_ci : ((cq_pop == 5'h05) ? cq11_sq_ci : ((cq_pop == 5'h06) ? cq12_sq_ci : ((cq_pop == 5'h07) ? cq13_sq_ci : ((cq_pop == 5'h08) ? cq14_sq_ci : ((cq_pop == 5'h09) ? cq15_sq_ci : cq6_sq_ci)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_txs_pi <= cq6_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq7_txs_pi : cq6_txs_pi);
+        cq6_txs_pi <= cq6_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq7_txs_pi : ((cq_pop == 5'h02) ? cq8_txs_pi : ((cq_pop == 5'h03) ? cq9_txs_pi : ((cq_pop == 5'h04) ? cq10_txs_pi : ((cq_pop == 5'h05) ? cq11_txs_pi : ((cq_pop == 5'h06) ? cq12_txs_pi : ((cq_pop == 5'h07) ? cq13_txs_pi : ((cq_pop == 5'h08) ? cq14_txs_pi : ((cq_pop == 5'h09) ? cq15_txs_pi : cq6_txs_pi)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq7_noring : ((cq_pop == 5'h02) ? cq8_noring : ((cq_pop == 5'h03) ? cq9_noring : ((cq_pop == 5'h04) ? cq10_noring : ((cq_pop == 5'h05) ? cq11_noring : ((cq_pop == 5'h06) ? cq12_noring : ((cq_pop == 5'h07) ? cq13_noring : ((cq_pop == 5'h08) ? cq14_noring : ((cq_pop == 5'h09) ? cq15_noring : cq6_noring)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_flush <= cq6_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
+        cq6_flush <= cq6_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq7_flush : ((cq_pop == 5'h02) ? cq8_flush : ((cq_pop == 5'h03) ? cq9_flush : ((cq_pop == 5'h04) ? cq10_flush : ((cq_pop == 5'h05) ? cq11_flush : ((cq_pop == 5'h06) ? cq12_flush : ((cq_pop == 5'h07) ? cq13_flush : ((cq_pop == 5'h08) ? cq14_flush : ((cq_pop == 5'h09) ? cq15_flush : cq6_flush)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_prot <= cq6_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
+        cq6_prot <= cq6_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq7_prot : ((cq_pop == 5'h02) ? cq8_prot : ((cq_pop == 5'h03) ? cq9_prot : ((cq_pop == 5'h04) ? cq10_prot : ((cq_pop == 5'h05) ? cq11_prot : ((cq_pop == 5'h06) ? cq12_prot : ((cq_pop == 5'h07) ? cq13_prot : ((cq_pop == 5'h08) ? cq14_prot : ((cq_pop == 5'h09) ? cq15_prot : cq6_prot)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_rrd <= cq6_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
+        cq6_rrd <= cq6_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq7_rrd : ((cq_pop == 5'h02) ? cq8_rrd : ((cq_pop == 5'h03) ? cq9_rrd : ((cq_pop == 5'h04) ? cq10_rrd : ((cq_pop == 5'h05) ? cq11_rrd : ((cq_pop == 5'h06) ? cq12_rrd : ((cq_pop == 5'h07) ? cq13_rrd : ((cq_pop == 5'h08) ? cq14_rrd : ((cq_pop == 5'h09) ? cq15_rrd : cq6_rrd)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_term <= cq6_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq7_term : cq6_term);
+        cq6_term <= cq6_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq7_term : ((cq_pop == 5'h02) ? cq8_term : ((cq_pop == 5'h03) ? cq9_term : ((cq_pop == 5'h04) ? cq10_term : ((cq_pop == 5'h05) ? cq11_term : ((cq_pop == 5'h06) ? cq12_term : ((cq_pop == 5'h07) ? cq13_term : ((cq_pop == 5'h08) ? cq14_term : ((cq_pop == 5'h09) ? cq15_term : cq6_term)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_blame <= cq6_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq7_blame : cq6_blame);
+        cq6_blame <= cq6_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq7_blame : ((cq_pop == 5'h02) ? cq8_blame : ((cq_pop == 5'h03) ? cq9_blame : ((cq_pop == 5'h04) ? cq10_blame : ((cq_pop == 5'h05) ? cq11_blame : ((cq_pop == 5'h06) ? cq12_blame : ((cq_pop == 5'h07) ? cq13_blame : ((cq_pop == 5'h08) ? cq14_blame : ((cq_pop == 5'h09) ? cq15_blame : cq6_blame)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_mal <= cq6_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
+        cq6_mal <= cq6_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq7_mal : ((cq_pop == 5'h02) ? cq8_mal : ((cq_pop == 5'h03) ? cq9_mal : ((cq_pop == 5'h04) ? cq10_mal : ((cq_pop == 5'h05) ? cq11_mal : ((cq_pop == 5'h06) ? cq12_mal : ((cq_pop == 5'h07) ? cq13_mal : ((cq_pop == 5'h08) ? cq14_mal : ((cq_pop == 5'h09) ? cq15_mal : cq6_mal)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_cut <= cq6_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq7_cut : cq6_cut);
+        cq6_cut <= cq6_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq7_cut : ((cq_pop == 5'h02) ? cq8_cut : ((cq_pop == 5'h03) ? cq9_cut : ((cq_pop == 5'h04) ? cq10_cut : ((cq_pop == 5'h05) ? cq11_cut : ((cq_pop == 5'h06) ? cq12_cut : ((cq_pop == 5'h07) ? cq13_cut : ((cq_pop == 5'h08) ? cq14_cut : ((cq_pop == 5'h09) ? cq15_cut : cq6_cut)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_wqe <= cq6_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 4'h1) ? cq7_wqe : cq6_wqe);
+        cq6_wqe <= cq6_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq7_wqe : ((cq_pop == 5'h02) ? cq8_wqe : ((cq_pop == 5'h03) ? cq9_wqe : ((cq_pop == 5'h04) ? cq10_wqe : ((cq_pop == 5'h05) ? cq11_wqe : ((cq_pop == 5'h06) ? cq12_wqe : ((cq_pop == 5'h07) ? cq13_wqe : ((cq_pop == 5'h08) ? cq14_wqe : ((cq_pop == 5'h09) ? cq15_wqe : cq6_wqe)))))))));
     end
 
     always @(posedge clk) begin
-        cq6_silent <= cq6_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 4'h1) ? cq7_silent : cq6_silent);
+        cq6_silent <= cq6_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq7_silent : ((cq_pop == 5'h02) ? cq8_silent : ((cq_pop == 5'h03) ? cq9_silent : ((cq_pop == 5'h04) ? cq10_silent : ((cq_pop == 5'h05) ? cq11_silent : ((cq_pop == 5'h06) ? cq12_silent : ((cq_pop == 5'h07) ? cq13_silent : ((cq_pop == 5'h08) ? cq14_silent : ((cq_pop == 5'h09) ? cq15_silent : cq6_silent)))))))));
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
+        cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq8_cqe : ((cq_pop == 5'h02) ? cq9_cqe : ((cq_pop == 5'h03) ? cq10_cqe : ((cq_pop == 5'h04) ? cq11_cqe : ((cq_pop == 5'h05) ? cq12_cqe : ((cq_pop == 5'h06) ? cq13_cqe : ((cq_pop == 5'h07) ? cq14_cqe : ((cq_pop == 5'h08) ? cq15_cqe : cq7_cqe))))))));
     end
 
     always @(posedge clk) begin
-        cq7_cq <= cq7_push ? (pub_go ? cur_cq : cur_cq) : cq7_cq;
+        cq7_cq <= cq7_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq8_cq : ((cq_pop == 5'h02) ? cq9_cq : ((cq_pop == 5'h03) ? cq10_cq : ((cq_pop == 5'h04) ? cq11_cq : ((cq_pop == 5'h05) ? cq12_cq : ((cq_pop == 5'h06) ? cq13_cq : ((cq_pop == 5'h07) ? cq14_cq : ((cq_pop == 5'h08) ? cq15_cq : cq7_cq))))))));
     end
 
     always @(posedge clk) begin
-        cq7_qpn <= cq7_push ? (pub_go ? cur_qp : cur_qp) : cq7_qpn;
+        cq7_qpn <= cq7_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq8_qpn : ((cq_pop == 5'h02) ? cq9_qpn : ((cq_pop == 5'h03) ? cq10_qpn : ((cq_pop == 5'h04) ? cq11_qpn : ((cq_pop == 5'h05) ? cq12_qpn : ((cq_pop == 5'h06) ? cq13_qpn : ((cq_pop == 5'h07) ? cq14_qpn : ((cq_pop == 5'h08) ? cq15_qpn : cq7_qpn))))))));
     end
 
     always @(posedge clk) begin
-        cq7_wr_id <= cq7_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : cq7_wr_id;
+        cq7_wr_id <= cq7_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq8_wr_id : ((cq_pop == 5'h02) ? cq9_wr_id : ((cq_pop == 5'h03) ? cq10_wr_id : ((cq_pop == 5'h04) ? cq11_wr_id : ((cq_pop == 5'h05) ? cq12_wr_id : ((cq_pop == 5'h06) ? cq13_wr_id : ((cq_pop == 5'h07) ? cq14_wr_id : ((cq_pop == 5'h08) ? cq15_wr_id : cq7_wr_id))))))));
     end
 
     always @(posedge clk) begin
-        cq7_op <= cq7_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : cq7_op;
+        cq7_op <= cq7_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq8_op : ((cq_pop == 5'h02) ? cq9_op : ((cq_pop == 5'h03) ? cq10_op : ((cq_pop == 5'h04) ? cq11_op : ((cq_pop == 5'h05) ? cq12_op : ((cq_pop == 5'h06) ? cq13_op : ((cq_pop == 5'h07) ? cq14_op : ((cq_pop == 5'h08) ? cq15_op : cq7_op))))))));
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : cq7_len;
+        cq7_len <= cq7_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq8_len : ((cq_pop == 5'h02) ? cq9_len : ((cq_pop == 5'h03) ? cq10_len : ((cq_pop == 5'h04) ? cq11_len : ((cq_pop == 5'h05) ? cq12_len : ((cq_pop == 5'h06) ? cq13_len : ((cq_pop == 5'h07) ? cq14_len : ((cq_pop == 5'h08) ? cq15_len : cq7_len))))))));
     end
 
     always @(posedge clk) begin
-        cq7_sq_ci <= cq7_push ? (pub_go ? cur_sq_ci : new_sq_ci) : cq7_sq_ci;
+        cq7_sq_ci <= cq7_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq8_sq_ci : ((cq_pop == 5'h02) ? cq9_sq_ci : ((cq_pop == 5'h03) ? cq10_sq_ci : ((cq_pop == 5'h04) ? cq11_sq_ci : ((cq_pop == 5'h05) ? cq12_sq_ci : ((cq_pop == 5'h06) ? cq13_sq_ci : ((cq_pop == 5'h07) ? cq14_sq_ci : ((cq_pop == 5'h08) ? cq15_sq_ci : cq7_sq_ci))))))));
     end
 
     always @(posedge clk) begin
-        cq7_txs_pi <= cq7_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : cq7_txs_pi;
+        cq7_txs_pi <= cq7_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq8_txs_pi : ((cq_pop == 5'h02) ? cq9_txs_pi : ((cq_pop == 5'h03) ? cq10_txs_pi : ((cq_pop == 5'h04) ? cq11_txs_pi : ((cq_pop == 5'h05) ? cq12_txs_pi : ((cq_pop == 5'h06) ? cq13_txs_pi : ((cq_pop == 5'h07) ? cq14_txs_pi : ((cq_pop == 5'h08) ? cq15_txs_pi : cq7_txs_pi))))))));
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : cq7_noring;
+        cq7_noring <= cq7_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq8_noring : ((cq_pop == 5'h02) ? cq9_noring : ((cq_pop == 5'h03) ? cq10_noring : ((cq_pop == 5'h04) ? cq11_noring : ((cq_pop == 5'h05) ? cq12_noring : ((cq_pop == 5'h06) ? cq13_noring : ((cq_pop == 5'h07) ? cq14_noring : ((cq_pop == 5'h08) ? cq15_noring : cq7_noring))))))));
     end
 
     always @(posedge clk) begin
-        cq7_flush <= cq7_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : cq7_flush;
+        cq7_flush <= cq7_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq8_flush : ((cq_pop == 5'h02) ? cq9_flush : ((cq_pop == 5'h03) ? cq10_flush : ((cq_pop == 5'h04) ? cq11_flush : ((cq_pop == 5'h05) ? cq12_flush : ((cq_pop == 5'h06) ? cq13_flush : ((cq_pop == 5'h07) ? cq14_flush : ((cq_pop == 5'h08) ? cq15_flush : cq7_flush))))))));
     end
 
     always @(posedge clk) begin
-        cq7_prot <= cq7_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : cq7_prot;
+        cq7_prot <= cq7_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq8_prot : ((cq_pop == 5'h02) ? cq9_prot : ((cq_pop == 5'h03) ? cq10_prot : ((cq_pop == 5'h04) ? cq11_prot : ((cq_pop == 5'h05) ? cq12_prot : ((cq_pop == 5'h06) ? cq13_prot : ((cq_pop == 5'h07) ? cq14_prot : ((cq_pop == 5'h08) ? cq15_prot : cq7_prot))))))));
     end
 
     always @(posedge clk) begin
-        cq7_rrd <= cq7_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : cq7_rrd;
+        cq7_rrd <= cq7_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq8_rrd : ((cq_pop == 5'h02) ? cq9_rrd : ((cq_pop == 5'h03) ? cq10_rrd : ((cq_pop == 5'h04) ? cq11_rrd : ((cq_pop == 5'h05) ? cq12_rrd : ((cq_pop == 5'h06) ? cq13_rrd : ((cq_pop == 5'h07) ? cq14_rrd : ((cq_pop == 5'h08) ? cq15_rrd : cq7_rrd))))))));
     end
 
     always @(posedge clk) begin
-        cq7_term <= cq7_push ? (pub_go ? 1'h0 : term_mode) : cq7_term;
+        cq7_term <= cq7_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq8_term : ((cq_pop == 5'h02) ? cq9_term : ((cq_pop == 5'h03) ? cq10_term : ((cq_pop == 5'h04) ? cq11_term : ((cq_pop == 5'h05) ? cq12_term : ((cq_pop == 5'h06) ? cq13_term : ((cq_pop == 5'h07) ? cq14_term : ((cq_pop == 5'h08) ? cq15_term : cq7_term))))))));
     end
 
     always @(posedge clk) begin
-        cq7_blame <= cq7_push ? (pub_go ? 16'h0000 : blame_cause) : cq7_blame;
+        cq7_blame <= cq7_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq8_blame : ((cq_pop == 5'h02) ? cq9_blame : ((cq_pop == 5'h03) ? cq10_blame : ((cq_pop == 5'h04) ? cq11_blame : ((cq_pop == 5'h05) ? cq12_blame : ((cq_pop == 5'h06) ? cq13_blame : ((cq_pop == 5'h07) ? cq14_blame : ((cq_pop == 5'h08) ? cq15_blame : cq7_blame))))))));
     end
 
     always @(posedge clk) begin
-        cq7_mal <= cq7_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : cq7_mal;
+        cq7_mal <= cq7_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq8_mal : ((cq_pop == 5'h02) ? cq9_mal : ((cq_pop == 5'h03) ? cq10_mal : ((cq_pop == 5'h04) ? cq11_mal : ((cq_pop == 5'h05) ? cq12_mal : ((cq_pop == 5'h06) ? cq13_mal : ((cq_pop == 5'h07) ? cq14_mal : ((cq_pop == 5'h08) ? cq15_mal : cq7_mal))))))));
     end
 
     always @(posedge clk) begin
-        cq7_cut <= cq7_push ? (pub_go ? 1'h0 : gf_fault) : cq7_cut;
+        cq7_cut <= cq7_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq8_cut : ((cq_pop == 5'h02) ? cq9_cut : ((cq_pop == 5'h03) ? cq10_cut : ((cq_pop == 5'h04) ? cq11_cut : ((cq_pop == 5'h05) ? cq12_cut : ((cq_pop == 5'h06) ? cq13_cut : ((cq_pop == 5'h07) ? cq14_cut : ((cq_pop == 5'h08) ? cq15_cut : cq7_cut))))))));
     end
 
     always @(posedge clk) begin
-        cq7_wqe <= cq7_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : cq7_wqe;
+        cq7_wqe <= cq7_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq8_wqe : ((cq_pop == 5'h02) ? cq9_wqe : ((cq_pop == 5'h03) ? cq10_wqe : ((cq_pop == 5'h04) ? cq11_wqe : ((cq_pop == 5'h05) ? cq12_wqe : ((cq_pop == 5'h06) ? cq13_wqe : ((cq_pop == 5'h07) ? cq14_wqe : ((cq_pop == 5'h08) ? cq15_wqe : cq7_wqe))))))));
     end
 
     always @(posedge clk) begin
-        cq7_silent <= cq7_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : cq7_silent;
+        cq7_silent <= cq7_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq8_silent : ((cq_pop == 5'h02) ? cq9_silent : ((cq_pop == 5'h03) ? cq10_silent : ((cq_pop == 5'h04) ? cq11_silent : ((cq_pop == 5'h05) ? cq12_silent : ((cq_pop == 5'h06) ? cq13_silent : ((cq_pop == 5'h07) ? cq14_silent : ((cq_pop == 5'h08) ? cq15_silent : cq7_silent))))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_cqe <= cq8_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq9_cqe : ((cq_pop == 5'h02) ? cq10_cqe : ((cq_pop == 5'h03) ? cq11_cqe : ((cq_pop == 5'h04) ? cq12_cqe : ((cq_pop == 5'h05) ? cq13_cqe : ((cq_pop == 5'h06) ? cq14_cqe : ((cq_pop == 5'h07) ? cq15_cqe : cq8_cqe)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_cq <= cq8_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq9_cq : ((cq_pop == 5'h02) ? cq10_cq : ((cq_pop == 5'h03) ? cq11_cq : ((cq_pop == 5'h04) ? cq12_cq : ((cq_pop == 5'h05) ? cq13_cq : ((cq_pop == 5'h06) ? cq14_cq : ((cq_pop == 5'h07) ? cq15_cq : cq8_cq)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_qpn <= cq8_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq9_qpn : ((cq_pop == 5'h02) ? cq10_qpn : ((cq_pop == 5'h03) ? cq11_qpn : ((cq_pop == 5'h04) ? cq12_qpn : ((cq_pop == 5'h05) ? cq13_qpn : ((cq_pop == 5'h06) ? cq14_qpn : ((cq_pop == 5'h07) ? cq15_qpn : cq8_qpn)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_wr_id <= cq8_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq9_wr_id : ((cq_pop == 5'h02) ? cq10_wr_id : ((cq_pop == 5'h03) ? cq11_wr_id : ((cq_pop == 5'h04) ? cq12_wr_id : ((cq_pop == 5'h05) ? cq13_wr_id : ((cq_pop == 5'h06) ? cq14_wr_id : ((cq_pop == 5'h07) ? cq15_wr_id : cq8_wr_id)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_op <= cq8_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq9_op : ((cq_pop == 5'h02) ? cq10_op : ((cq_pop == 5'h03) ? cq11_op : ((cq_pop == 5'h04) ? cq12_op : ((cq_pop == 5'h05) ? cq13_op : ((cq_pop == 5'h06) ? cq14_op : ((cq_pop == 5'h07) ? cq15_op : cq8_op)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_len <= cq8_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq9_len : ((cq_pop == 5'h02) ? cq10_len : ((cq_pop == 5'h03) ? cq11_len : ((cq_pop == 5'h04) ? cq12_len : ((cq_pop == 5'h05) ? cq13_len : ((cq_pop == 5'h06) ? cq14_len : ((cq_pop == 5'h07) ? cq15_len : cq8_len)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_sq_ci <= cq8_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq9_sq_ci : ((cq_pop == 5'h02) ? cq10_sq_ci : ((cq_pop == 5'h03) ? cq11_sq_ci : ((cq_pop == 5'h04) ? cq12_sq_ci : ((cq_pop == 5'h05) ? cq13_sq_ci : ((cq_pop == 5'h06) ? cq14_sq_ci : ((cq_pop == 5'h07) ? cq15_sq_ci : cq8_sq_ci)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_txs_pi <= cq8_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq9_txs_pi : ((cq_pop == 5'h02) ? cq10_txs_pi : ((cq_pop == 5'h03) ? cq11_txs_pi : ((cq_pop == 5'h04) ? cq12_txs_pi : ((cq_pop == 5'h05) ? cq13_txs_pi : ((cq_pop == 5'h06) ? cq14_txs_pi : ((cq_pop == 5'h07) ? cq15_txs_pi : cq8_txs_pi)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_noring <= cq8_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq9_noring : ((cq_pop == 5'h02) ? cq10_noring : ((cq_pop == 5'h03) ? cq11_noring : ((cq_pop == 5'h04) ? cq12_noring : ((cq_pop == 5'h05) ? cq13_noring : ((cq_pop == 5'h06) ? cq14_noring : ((cq_pop == 5'h07) ? cq15_noring : cq8_noring)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_flush <= cq8_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq9_flush : ((cq_pop == 5'h02) ? cq10_flush : ((cq_pop == 5'h03) ? cq11_flush : ((cq_pop == 5'h04) ? cq12_flush : ((cq_pop == 5'h05) ? cq13_flush : ((cq_pop == 5'h06) ? cq14_flush : ((cq_pop == 5'h07) ? cq15_flush : cq8_flush)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_prot <= cq8_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq9_prot : ((cq_pop == 5'h02) ? cq10_prot : ((cq_pop == 5'h03) ? cq11_prot : ((cq_pop == 5'h04) ? cq12_prot : ((cq_pop == 5'h05) ? cq13_prot : ((cq_pop == 5'h06) ? cq14_prot : ((cq_pop == 5'h07) ? cq15_prot : cq8_prot)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_rrd <= cq8_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq9_rrd : ((cq_pop == 5'h02) ? cq10_rrd : ((cq_pop == 5'h03) ? cq11_rrd : ((cq_pop == 5'h04) ? cq12_rrd : ((cq_pop == 5'h05) ? cq13_rrd : ((cq_pop == 5'h06) ? cq14_rrd : ((cq_pop == 5'h07) ? cq15_rrd : cq8_rrd)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_term <= cq8_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq9_term : ((cq_pop == 5'h02) ? cq10_term : ((cq_pop == 5'h03) ? cq11_term : ((cq_pop == 5'h04) ? cq12_term : ((cq_pop == 5'h05) ? cq13_term : ((cq_pop == 5'h06) ? cq14_term : ((cq_pop == 5'h07) ? cq15_term : cq8_term)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_blame <= cq8_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq9_blame : ((cq_pop == 5'h02) ? cq10_blame : ((cq_pop == 5'h03) ? cq11_blame : ((cq_pop == 5'h04) ? cq12_blame : ((cq_pop == 5'h05) ? cq13_blame : ((cq_pop == 5'h06) ? cq14_blame : ((cq_pop == 5'h07) ? cq15_blame : cq8_blame)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_mal <= cq8_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq9_mal : ((cq_pop == 5'h02) ? cq10_mal : ((cq_pop == 5'h03) ? cq11_mal : ((cq_pop == 5'h04) ? cq12_mal : ((cq_pop == 5'h05) ? cq13_mal : ((cq_pop == 5'h06) ? cq14_mal : ((cq_pop == 5'h07) ? cq15_mal : cq8_mal)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_cut <= cq8_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq9_cut : ((cq_pop == 5'h02) ? cq10_cut : ((cq_pop == 5'h03) ? cq11_cut : ((cq_pop == 5'h04) ? cq12_cut : ((cq_pop == 5'h05) ? cq13_cut : ((cq_pop == 5'h06) ? cq14_cut : ((cq_pop == 5'h07) ? cq15_cut : cq8_cut)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_wqe <= cq8_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq9_wqe : ((cq_pop == 5'h02) ? cq10_wqe : ((cq_pop == 5'h03) ? cq11_wqe : ((cq_pop == 5'h04) ? cq12_wqe : ((cq_pop == 5'h05) ? cq13_wqe : ((cq_pop == 5'h06) ? cq14_wqe : ((cq_pop == 5'h07) ? cq15_wqe : cq8_wqe)))))));
+    end
+
+    always @(posedge clk) begin
+        cq8_silent <= cq8_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq9_silent : ((cq_pop == 5'h02) ? cq10_silent : ((cq_pop == 5'h03) ? cq11_silent : ((cq_pop == 5'h04) ? cq12_silent : ((cq_pop == 5'h05) ? cq13_silent : ((cq_pop == 5'h06) ? cq14_silent : ((cq_pop == 5'h07) ? cq15_silent : cq8_silent)))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_cqe <= cq9_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq10_cqe : ((cq_pop == 5'h02) ? cq11_cqe : ((cq_pop == 5'h03) ? cq12_cqe : ((cq_pop == 5'h04) ? cq13_cqe : ((cq_pop == 5'h05) ? cq14_cqe : ((cq_pop == 5'h06) ? cq15_cqe : cq9_cqe))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_cq <= cq9_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq10_cq : ((cq_pop == 5'h02) ? cq11_cq : ((cq_pop == 5'h03) ? cq12_cq : ((cq_pop == 5'h04) ? cq13_cq : ((cq_pop == 5'h05) ? cq14_cq : ((cq_pop == 5'h06) ? cq15_cq : cq9_cq))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_qpn <= cq9_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq10_qpn : ((cq_pop == 5'h02) ? cq11_qpn : ((cq_pop == 5'h03) ? cq12_qpn : ((cq_pop == 5'h04) ? cq13_qpn : ((cq_pop == 5'h05) ? cq14_qpn : ((cq_pop == 5'h06) ? cq15_qpn : cq9_qpn))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_wr_id <= cq9_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq10_wr_id : ((cq_pop == 5'h02) ? cq11_wr_id : ((cq_pop == 5'h03) ? cq12_wr_id : ((cq_pop == 5'h04) ? cq13_wr_id : ((cq_pop == 5'h05) ? cq14_wr_id : ((cq_pop == 5'h06) ? cq15_wr_id : cq9_wr_id))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_op <= cq9_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq10_op : ((cq_pop == 5'h02) ? cq11_op : ((cq_pop == 5'h03) ? cq12_op : ((cq_pop == 5'h04) ? cq13_op : ((cq_pop == 5'h05) ? cq14_op : ((cq_pop == 5'h06) ? cq15_op : cq9_op))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_len <= cq9_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq10_len : ((cq_pop == 5'h02) ? cq11_len : ((cq_pop == 5'h03) ? cq12_len : ((cq_pop == 5'h04) ? cq13_len : ((cq_pop == 5'h05) ? cq14_len : ((cq_pop == 5'h06) ? cq15_len : cq9_len))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_sq_ci <= cq9_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq10_sq_ci : ((cq_pop == 5'h02) ? cq11_sq_ci : ((cq_pop == 5'h03) ? cq12_sq_ci : ((cq_pop == 5'h04) ? cq13_sq_ci : ((cq_pop == 5'h05) ? cq14_sq_ci : ((cq_pop == 5'h06) ? cq15_sq_ci : cq9_sq_ci))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_txs_pi <= cq9_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq10_txs_pi : ((cq_pop == 5'h02) ? cq11_txs_pi : ((cq_pop == 5'h03) ? cq12_txs_pi : ((cq_pop == 5'h04) ? cq13_txs_pi : ((cq_pop == 5'h05) ? cq14_txs_pi : ((cq_pop == 5'h06) ? cq15_txs_pi : cq9_txs_pi))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_noring <= cq9_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq10_noring : ((cq_pop == 5'h02) ? cq11_noring : ((cq_pop == 5'h03) ? cq12_noring : ((cq_pop == 5'h04) ? cq13_noring : ((cq_pop == 5'h05) ? cq14_noring : ((cq_pop == 5'h06) ? cq15_noring : cq9_noring))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_flush <= cq9_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq10_flush : ((cq_pop == 5'h02) ? cq11_flush : ((cq_pop == 5'h03) ? cq12_flush : ((cq_pop == 5'h04) ? cq13_flush : ((cq_pop == 5'h05) ? cq14_flush : ((cq_pop == 5'h06) ? cq15_flush : cq9_flush))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_prot <= cq9_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq10_prot : ((cq_pop == 5'h02) ? cq11_prot : ((cq_pop == 5'h03) ? cq12_prot : ((cq_pop == 5'h04) ? cq13_prot : ((cq_pop == 5'h05) ? cq14_prot : ((cq_pop == 5'h06) ? cq15_prot : cq9_prot))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_rrd <= cq9_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq10_rrd : ((cq_pop == 5'h02) ? cq11_rrd : ((cq_pop == 5'h03) ? cq12_rrd : ((cq_pop == 5'h04) ? cq13_rrd : ((cq_pop == 5'h05) ? cq14_rrd : ((cq_pop == 5'h06) ? cq15_rrd : cq9_rrd))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_term <= cq9_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq10_term : ((cq_pop == 5'h02) ? cq11_term : ((cq_pop == 5'h03) ? cq12_term : ((cq_pop == 5'h04) ? cq13_term : ((cq_pop == 5'h05) ? cq14_term : ((cq_pop == 5'h06) ? cq15_term : cq9_term))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_blame <= cq9_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq10_blame : ((cq_pop == 5'h02) ? cq11_blame : ((cq_pop == 5'h03) ? cq12_blame : ((cq_pop == 5'h04) ? cq13_blame : ((cq_pop == 5'h05) ? cq14_blame : ((cq_pop == 5'h06) ? cq15_blame : cq9_blame))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_mal <= cq9_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq10_mal : ((cq_pop == 5'h02) ? cq11_mal : ((cq_pop == 5'h03) ? cq12_mal : ((cq_pop == 5'h04) ? cq13_mal : ((cq_pop == 5'h05) ? cq14_mal : ((cq_pop == 5'h06) ? cq15_mal : cq9_mal))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_cut <= cq9_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq10_cut : ((cq_pop == 5'h02) ? cq11_cut : ((cq_pop == 5'h03) ? cq12_cut : ((cq_pop == 5'h04) ? cq13_cut : ((cq_pop == 5'h05) ? cq14_cut : ((cq_pop == 5'h06) ? cq15_cut : cq9_cut))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_wqe <= cq9_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq10_wqe : ((cq_pop == 5'h02) ? cq11_wqe : ((cq_pop == 5'h03) ? cq12_wqe : ((cq_pop == 5'h04) ? cq13_wqe : ((cq_pop == 5'h05) ? cq14_wqe : ((cq_pop == 5'h06) ? cq15_wqe : cq9_wqe))))));
+    end
+
+    always @(posedge clk) begin
+        cq9_silent <= cq9_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq10_silent : ((cq_pop == 5'h02) ? cq11_silent : ((cq_pop == 5'h03) ? cq12_silent : ((cq_pop == 5'h04) ? cq13_silent : ((cq_pop == 5'h05) ? cq14_silent : ((cq_pop == 5'h06) ? cq15_silent : cq9_silent))))));
+    end
+
+    always @(posedge clk) begin
+        cq10_cqe <= cq10_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq11_cqe : ((cq_pop == 5'h02) ? cq12_cqe : ((cq_pop == 5'h03) ? cq13_cqe : ((cq_pop == 5'h04) ? cq14_cqe : ((cq_pop == 5'h05) ? cq15_cqe : cq10_cqe)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_cq <= cq10_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq11_cq : ((cq_pop == 5'h02) ? cq12_cq : ((cq_pop == 5'h03) ? cq13_cq : ((cq_pop == 5'h04) ? cq14_cq : ((cq_pop == 5'h05) ? cq15_cq : cq10_cq)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_qpn <= cq10_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq11_qpn : ((cq_pop == 5'h02) ? cq12_qpn : ((cq_pop == 5'h03) ? cq13_qpn : ((cq_pop == 5'h04) ? cq14_qpn : ((cq_pop == 5'h05) ? cq15_qpn : cq10_qpn)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_wr_id <= cq10_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq11_wr_id : ((cq_pop == 5'h02) ? cq12_wr_id : ((cq_pop == 5'h03) ? cq13_wr_id : ((cq_pop == 5'h04) ? cq14_wr_id : ((cq_pop == 5'h05) ? cq15_wr_id : cq10_wr_id)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_op <= cq10_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq11_op : ((cq_pop == 5'h02) ? cq12_op : ((cq_pop == 5'h03) ? cq13_op : ((cq_pop == 5'h04) ? cq14_op : ((cq_pop == 5'h05) ? cq15_op : cq10_op)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_len <= cq10_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq11_len : ((cq_pop == 5'h02) ? cq12_len : ((cq_pop == 5'h03) ? cq13_len : ((cq_pop == 5'h04) ? cq14_len : ((cq_pop == 5'h05) ? cq15_len : cq10_len)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_sq_ci <= cq10_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq11_sq_ci : ((cq_pop == 5'h02) ? cq12_sq_ci : ((cq_pop == 5'h03) ? cq13_sq_ci : ((cq_pop == 5'h04) ? cq14_sq_ci : ((cq_pop == 5'h05) ? cq15_sq_ci : cq10_sq_ci)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_txs_pi <= cq10_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq11_txs_pi : ((cq_pop == 5'h02) ? cq12_txs_pi : ((cq_pop == 5'h03) ? cq13_txs_pi : ((cq_pop == 5'h04) ? cq14_txs_pi : ((cq_pop == 5'h05) ? cq15_txs_pi : cq10_txs_pi)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_noring <= cq10_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq11_noring : ((cq_pop == 5'h02) ? cq12_noring : ((cq_pop == 5'h03) ? cq13_noring : ((cq_pop == 5'h04) ? cq14_noring : ((cq_pop == 5'h05) ? cq15_noring : cq10_noring)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_flush <= cq10_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq11_flush : ((cq_pop == 5'h02) ? cq12_flush : ((cq_pop == 5'h03) ? cq13_flush : ((cq_pop == 5'h04) ? cq14_flush : ((cq_pop == 5'h05) ? cq15_flush : cq10_flush)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_prot <= cq10_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq11_prot : ((cq_pop == 5'h02) ? cq12_prot : ((cq_pop == 5'h03) ? cq13_prot : ((cq_pop == 5'h04) ? cq14_prot : ((cq_pop == 5'h05) ? cq15_prot : cq10_prot)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_rrd <= cq10_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq11_rrd : ((cq_pop == 5'h02) ? cq12_rrd : ((cq_pop == 5'h03) ? cq13_rrd : ((cq_pop == 5'h04) ? cq14_rrd : ((cq_pop == 5'h05) ? cq15_rrd : cq10_rrd)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_term <= cq10_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq11_term : ((cq_pop == 5'h02) ? cq12_term : ((cq_pop == 5'h03) ? cq13_term : ((cq_pop == 5'h04) ? cq14_term : ((cq_pop == 5'h05) ? cq15_term : cq10_term)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_blame <= cq10_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq11_blame : ((cq_pop == 5'h02) ? cq12_blame : ((cq_pop == 5'h03) ? cq13_blame : ((cq_pop == 5'h04) ? cq14_blame : ((cq_pop == 5'h05) ? cq15_blame : cq10_blame)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_mal <= cq10_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq11_mal : ((cq_pop == 5'h02) ? cq12_mal : ((cq_pop == 5'h03) ? cq13_mal : ((cq_pop == 5'h04) ? cq14_mal : ((cq_pop == 5'h05) ? cq15_mal : cq10_mal)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_cut <= cq10_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq11_cut : ((cq_pop == 5'h02) ? cq12_cut : ((cq_pop == 5'h03) ? cq13_cut : ((cq_pop == 5'h04) ? cq14_cut : ((cq_pop == 5'h05) ? cq15_cut : cq10_cut)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_wqe <= cq10_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq11_wqe : ((cq_pop == 5'h02) ? cq12_wqe : ((cq_pop == 5'h03) ? cq13_wqe : ((cq_pop == 5'h04) ? cq14_wqe : ((cq_pop == 5'h05) ? cq15_wqe : cq10_wqe)))));
+    end
+
+    always @(posedge clk) begin
+        cq10_silent <= cq10_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq11_silent : ((cq_pop == 5'h02) ? cq12_silent : ((cq_pop == 5'h03) ? cq13_silent : ((cq_pop == 5'h04) ? cq14_silent : ((cq_pop == 5'h05) ? cq15_silent : cq10_silent)))));
+    end
+
+    always @(posedge clk) begin
+        cq11_cqe <= cq11_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq12_cqe : ((cq_pop == 5'h02) ? cq13_cqe : ((cq_pop == 5'h03) ? cq14_cqe : ((cq_pop == 5'h04) ? cq15_cqe : cq11_cqe))));
+    end
+
+    always @(posedge clk) begin
+        cq11_cq <= cq11_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq12_cq : ((cq_pop == 5'h02) ? cq13_cq : ((cq_pop == 5'h03) ? cq14_cq : ((cq_pop == 5'h04) ? cq15_cq : cq11_cq))));
+    end
+
+    always @(posedge clk) begin
+        cq11_qpn <= cq11_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq12_qpn : ((cq_pop == 5'h02) ? cq13_qpn : ((cq_pop == 5'h03) ? cq14_qpn : ((cq_pop == 5'h04) ? cq15_qpn : cq11_qpn))));
+    end
+
+    always @(posedge clk) begin
+        cq11_wr_id <= cq11_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq12_wr_id : ((cq_pop == 5'h02) ? cq13_wr_id : ((cq_pop == 5'h03) ? cq14_wr_id : ((cq_pop == 5'h04) ? cq15_wr_id : cq11_wr_id))));
+    end
+
+    always @(posedge clk) begin
+        cq11_op <= cq11_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq12_op : ((cq_pop == 5'h02) ? cq13_op : ((cq_pop == 5'h03) ? cq14_op : ((cq_pop == 5'h04) ? cq15_op : cq11_op))));
+    end
+
+    always @(posedge clk) begin
+        cq11_len <= cq11_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq12_len : ((cq_pop == 5'h02) ? cq13_len : ((cq_pop == 5'h03) ? cq14_len : ((cq_pop == 5'h04) ? cq15_len : cq11_len))));
+    end
+
+    always @(posedge clk) begin
+        cq11_sq_ci <= cq11_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq12_sq_ci : ((cq_pop == 5'h02) ? cq13_sq_ci : ((cq_pop == 5'h03) ? cq14_sq_ci : ((cq_pop == 5'h04) ? cq15_sq_ci : cq11_sq_ci))));
+    end
+
+    always @(posedge clk) begin
+        cq11_txs_pi <= cq11_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq12_txs_pi : ((cq_pop == 5'h02) ? cq13_txs_pi : ((cq_pop == 5'h03) ? cq14_txs_pi : ((cq_pop == 5'h04) ? cq15_txs_pi : cq11_txs_pi))));
+    end
+
+    always @(posedge clk) begin
+        cq11_noring <= cq11_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq12_noring : ((cq_pop == 5'h02) ? cq13_noring : ((cq_pop == 5'h03) ? cq14_noring : ((cq_pop == 5'h04) ? cq15_noring : cq11_noring))));
+    end
+
+    always @(posedge clk) begin
+        cq11_flush <= cq11_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq12_flush : ((cq_pop == 5'h02) ? cq13_flush : ((cq_pop == 5'h03) ? cq14_flush : ((cq_pop == 5'h04) ? cq15_flush : cq11_flush))));
+    end
+
+    always @(posedge clk) begin
+        cq11_prot <= cq11_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq12_prot : ((cq_pop == 5'h02) ? cq13_prot : ((cq_pop == 5'h03) ? cq14_prot : ((cq_pop == 5'h04) ? cq15_prot : cq11_prot))));
+    end
+
+    always @(posedge clk) begin
+        cq11_rrd <= cq11_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq12_rrd : ((cq_pop == 5'h02) ? cq13_rrd : ((cq_pop == 5'h03) ? cq14_rrd : ((cq_pop == 5'h04) ? cq15_rrd : cq11_rrd))));
+    end
+
+    always @(posedge clk) begin
+        cq11_term <= cq11_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq12_term : ((cq_pop == 5'h02) ? cq13_term : ((cq_pop == 5'h03) ? cq14_term : ((cq_pop == 5'h04) ? cq15_term : cq11_term))));
+    end
+
+    always @(posedge clk) begin
+        cq11_blame <= cq11_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq12_blame : ((cq_pop == 5'h02) ? cq13_blame : ((cq_pop == 5'h03) ? cq14_blame : ((cq_pop == 5'h04) ? cq15_blame : cq11_blame))));
+    end
+
+    always @(posedge clk) begin
+        cq11_mal <= cq11_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq12_mal : ((cq_pop == 5'h02) ? cq13_mal : ((cq_pop == 5'h03) ? cq14_mal : ((cq_pop == 5'h04) ? cq15_mal : cq11_mal))));
+    end
+
+    always @(posedge clk) begin
+        cq11_cut <= cq11_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq12_cut : ((cq_pop == 5'h02) ? cq13_cut : ((cq_pop == 5'h03) ? cq14_cut : ((cq_pop == 5'h04) ? cq15_cut : cq11_cut))));
+    end
+
+    always @(posedge clk) begin
+        cq11_wqe <= cq11_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq12_wqe : ((cq_pop == 5'h02) ? cq13_wqe : ((cq_pop == 5'h03) ? cq14_wqe : ((cq_pop == 5'h04) ? cq15_wqe : cq11_wqe))));
+    end
+
+    always @(posedge clk) begin
+        cq11_silent <= cq11_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq12_silent : ((cq_pop == 5'h02) ? cq13_silent : ((cq_pop == 5'h03) ? cq14_silent : ((cq_pop == 5'h04) ? cq15_silent : cq11_silent))));
+    end
+
+    always @(posedge clk) begin
+        cq12_cqe <= cq12_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq13_cqe : ((cq_pop == 5'h02) ? cq14_cqe : ((cq_pop == 5'h03) ? cq15_cqe : cq12_cqe)));
+    end
+
+    always @(posedge clk) begin
+        cq12_cq <= cq12_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq13_cq : ((cq_pop == 5'h02) ? cq14_cq : ((cq_pop == 5'h03) ? cq15_cq : cq12_cq)));
+    end
+
+    always @(posedge clk) begin
+        cq12_qpn <= cq12_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq13_qpn : ((cq_pop == 5'h02) ? cq14_qpn : ((cq_pop == 5'h03) ? cq15_qpn : cq12_qpn)));
+    end
+
+    always @(posedge clk) begin
+        cq12_wr_id <= cq12_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq13_wr_id : ((cq_pop == 5'h02) ? cq14_wr_id : ((cq_pop == 5'h03) ? cq15_wr_id : cq12_wr_id)));
+    end
+
+    always @(posedge clk) begin
+        cq12_op <= cq12_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq13_op : ((cq_pop == 5'h02) ? cq14_op : ((cq_pop == 5'h03) ? cq15_op : cq12_op)));
+    end
+
+    always @(posedge clk) begin
+        cq12_len <= cq12_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq13_len : ((cq_pop == 5'h02) ? cq14_len : ((cq_pop == 5'h03) ? cq15_len : cq12_len)));
+    end
+
+    always @(posedge clk) begin
+        cq12_sq_ci <= cq12_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq13_sq_ci : ((cq_pop == 5'h02) ? cq14_sq_ci : ((cq_pop == 5'h03) ? cq15_sq_ci : cq12_sq_ci)));
+    end
+
+    always @(posedge clk) begin
+        cq12_txs_pi <= cq12_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq13_txs_pi : ((cq_pop == 5'h02) ? cq14_txs_pi : ((cq_pop == 5'h03) ? cq15_txs_pi : cq12_txs_pi)));
+    end
+
+    always @(posedge clk) begin
+        cq12_noring <= cq12_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq13_noring : ((cq_pop == 5'h02) ? cq14_noring : ((cq_pop == 5'h03) ? cq15_noring : cq12_noring)));
+    end
+
+    always @(posedge clk) begin
+        cq12_flush <= cq12_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq13_flush : ((cq_pop == 5'h02) ? cq14_flush : ((cq_pop == 5'h03) ? cq15_flush : cq12_flush)));
+    end
+
+    always @(posedge clk) begin
+        cq12_prot <= cq12_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq13_prot : ((cq_pop == 5'h02) ? cq14_prot : ((cq_pop == 5'h03) ? cq15_prot : cq12_prot)));
+    end
+
+    always @(posedge clk) begin
+        cq12_rrd <= cq12_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq13_rrd : ((cq_pop == 5'h02) ? cq14_rrd : ((cq_pop == 5'h03) ? cq15_rrd : cq12_rrd)));
+    end
+
+    always @(posedge clk) begin
+        cq12_term <= cq12_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq13_term : ((cq_pop == 5'h02) ? cq14_term : ((cq_pop == 5'h03) ? cq15_term : cq12_term)));
+    end
+
+    always @(posedge clk) begin
+        cq12_blame <= cq12_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq13_blame : ((cq_pop == 5'h02) ? cq14_blame : ((cq_pop == 5'h03) ? cq15_blame : cq12_blame)));
+    end
+
+    always @(posedge clk) begin
+        cq12_mal <= cq12_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq13_mal : ((cq_pop == 5'h02) ? cq14_mal : ((cq_pop == 5'h03) ? cq15_mal : cq12_mal)));
+    end
+
+    always @(posedge clk) begin
+        cq12_cut <= cq12_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq13_cut : ((cq_pop == 5'h02) ? cq14_cut : ((cq_pop == 5'h03) ? cq15_cut : cq12_cut)));
+    end
+
+    always @(posedge clk) begin
+        cq12_wqe <= cq12_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq13_wqe : ((cq_pop == 5'h02) ? cq14_wqe : ((cq_pop == 5'h03) ? cq15_wqe : cq12_wqe)));
+    end
+
+    always @(posedge clk) begin
+        cq12_silent <= cq12_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq13_silent : ((cq_pop == 5'h02) ? cq14_silent : ((cq_pop == 5'h03) ? cq15_silent : cq12_silent)));
+    end
+
+    always @(posedge clk) begin
+        cq13_cqe <= cq13_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq14_cqe : ((cq_pop == 5'h02) ? cq15_cqe : cq13_cqe));
+    end
+
+    always @(posedge clk) begin
+        cq13_cq <= cq13_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq14_cq : ((cq_pop == 5'h02) ? cq15_cq : cq13_cq));
+    end
+
+    always @(posedge clk) begin
+        cq13_qpn <= cq13_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq14_qpn : ((cq_pop == 5'h02) ? cq15_qpn : cq13_qpn));
+    end
+
+    always @(posedge clk) begin
+        cq13_wr_id <= cq13_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq14_wr_id : ((cq_pop == 5'h02) ? cq15_wr_id : cq13_wr_id));
+    end
+
+    always @(posedge clk) begin
+        cq13_op <= cq13_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq14_op : ((cq_pop == 5'h02) ? cq15_op : cq13_op));
+    end
+
+    always @(posedge clk) begin
+        cq13_len <= cq13_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq14_len : ((cq_pop == 5'h02) ? cq15_len : cq13_len));
+    end
+
+    always @(posedge clk) begin
+        cq13_sq_ci <= cq13_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq14_sq_ci : ((cq_pop == 5'h02) ? cq15_sq_ci : cq13_sq_ci));
+    end
+
+    always @(posedge clk) begin
+        cq13_txs_pi <= cq13_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq14_txs_pi : ((cq_pop == 5'h02) ? cq15_txs_pi : cq13_txs_pi));
+    end
+
+    always @(posedge clk) begin
+        cq13_noring <= cq13_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq14_noring : ((cq_pop == 5'h02) ? cq15_noring : cq13_noring));
+    end
+
+    always @(posedge clk) begin
+        cq13_flush <= cq13_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq14_flush : ((cq_pop == 5'h02) ? cq15_flush : cq13_flush));
+    end
+
+    always @(posedge clk) begin
+        cq13_prot <= cq13_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq14_prot : ((cq_pop == 5'h02) ? cq15_prot : cq13_prot));
+    end
+
+    always @(posedge clk) begin
+        cq13_rrd <= cq13_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq14_rrd : ((cq_pop == 5'h02) ? cq15_rrd : cq13_rrd));
+    end
+
+    always @(posedge clk) begin
+        cq13_term <= cq13_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq14_term : ((cq_pop == 5'h02) ? cq15_term : cq13_term));
+    end
+
+    always @(posedge clk) begin
+        cq13_blame <= cq13_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq14_blame : ((cq_pop == 5'h02) ? cq15_blame : cq13_blame));
+    end
+
+    always @(posedge clk) begin
+        cq13_mal <= cq13_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq14_mal : ((cq_pop == 5'h02) ? cq15_mal : cq13_mal));
+    end
+
+    always @(posedge clk) begin
+        cq13_cut <= cq13_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq14_cut : ((cq_pop == 5'h02) ? cq15_cut : cq13_cut));
+    end
+
+    always @(posedge clk) begin
+        cq13_wqe <= cq13_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq14_wqe : ((cq_pop == 5'h02) ? cq15_wqe : cq13_wqe));
+    end
+
+    always @(posedge clk) begin
+        cq13_silent <= cq13_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq14_silent : ((cq_pop == 5'h02) ? cq15_silent : cq13_silent));
+    end
+
+    always @(posedge clk) begin
+        cq14_cqe <= cq14_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 5'h01) ? cq15_cqe : cq14_cqe);
+    end
+
+    always @(posedge clk) begin
+        cq14_cq <= cq14_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 5'h01) ? cq15_cq : cq14_cq);
+    end
+
+    always @(posedge clk) begin
+        cq14_qpn <= cq14_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 5'h01) ? cq15_qpn : cq14_qpn);
+    end
+
+    always @(posedge clk) begin
+        cq14_wr_id <= cq14_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 5'h01) ? cq15_wr_id : cq14_wr_id);
+    end
+
+    always @(posedge clk) begin
+        cq14_op <= cq14_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 5'h01) ? cq15_op : cq14_op);
+    end
+
+    always @(posedge clk) begin
+        cq14_len <= cq14_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 5'h01) ? cq15_len : cq14_len);
+    end
+
+    always @(posedge clk) begin
+        cq14_sq_ci <= cq14_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 5'h01) ? cq15_sq_ci : cq14_sq_ci);
+    end
+
+    always @(posedge clk) begin
+        cq14_txs_pi <= cq14_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 5'h01) ? cq15_txs_pi : cq14_txs_pi);
+    end
+
+    always @(posedge clk) begin
+        cq14_noring <= cq14_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 5'h01) ? cq15_noring : cq14_noring);
+    end
+
+    always @(posedge clk) begin
+        cq14_flush <= cq14_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 5'h01) ? cq15_flush : cq14_flush);
+    end
+
+    always @(posedge clk) begin
+        cq14_prot <= cq14_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : ((cq_pop == 5'h01) ? cq15_prot : cq14_prot);
+    end
+
+    always @(posedge clk) begin
+        cq14_rrd <= cq14_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : ((cq_pop == 5'h01) ? cq15_rrd : cq14_rrd);
+    end
+
+    always @(posedge clk) begin
+        cq14_term <= cq14_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 5'h01) ? cq15_term : cq14_term);
+    end
+
+    always @(posedge clk) begin
+        cq14_blame <= cq14_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 5'h01) ? cq15_blame : cq14_blame);
+    end
+
+    always @(posedge clk) begin
+        cq14_mal <= cq14_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : ((cq_pop == 5'h01) ? cq15_mal : cq14_mal);
+    end
+
+    always @(posedge clk) begin
+        cq14_cut <= cq14_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 5'h01) ? cq15_cut : cq14_cut);
+    end
+
+    always @(posedge clk) begin
+        cq14_wqe <= cq14_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : ((cq_pop == 5'h01) ? cq15_wqe : cq14_wqe);
+    end
+
+    always @(posedge clk) begin
+        cq14_silent <= cq14_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : ((cq_pop == 5'h01) ? cq15_silent : cq14_silent);
+    end
+
+    always @(posedge clk) begin
+        cq15_cqe <= cq15_push ? (pub_go ? 1'h0 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq15_cqe;
+    end
+
+    always @(posedge clk) begin
+        cq15_cq <= cq15_push ? (pub_go ? cur_cq : cur_cq) : cq15_cq;
+    end
+
+    always @(posedge clk) begin
+        cq15_qpn <= cq15_push ? (pub_go ? cur_qp : cur_qp) : cq15_qpn;
+    end
+
+    always @(posedge clk) begin
+        cq15_wr_id <= cq15_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : cq15_wr_id;
+    end
+
+    always @(posedge clk) begin
+        cq15_op <= cq15_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : cq15_op;
+    end
+
+    always @(posedge clk) begin
+        cq15_len <= cq15_push ? (pub_go ? 32'h00000000 : (((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : cq15_len;
+    end
+
+    always @(posedge clk) begin
+        cq15_sq_ci <= cq15_push ? (pub_go ? cur_sq_ci : new_sq_ci) : cq15_sq_ci;
+    end
+
+    always @(posedge clk) begin
+        cq15_txs_pi <= cq15_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : cq15_txs_pi;
+    end
+
+    always @(posedge clk) begin
+        cq15_noring <= cq15_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : cq15_noring;
+    end
+
+    always @(posedge clk) begin
+        cq15_flush <= cq15_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : cq15_flush;
+    end
+
+    always @(posedge clk) begin
+        cq15_prot <= cq15_push ? (pub_go ? 1'h0 : (prot | late_prot_flush)) : cq15_prot;
+    end
+
+    always @(posedge clk) begin
+        cq15_rrd <= cq15_push ? (pub_go ? 1'h0 : (rsp_mode & ~rsp_keep_ird)) : cq15_rrd;
+    end
+
+    always @(posedge clk) begin
+        cq15_term <= cq15_push ? (pub_go ? 1'h0 : term_mode) : cq15_term;
+    end
+
+    always @(posedge clk) begin
+        cq15_blame <= cq15_push ? (pub_go ? 16'h0000 : blame_cause) : cq15_blame;
+    end
+
+    always @(posedge clk) begin
+        cq15_mal <= cq15_push ? (pub_go ? 1'h0 : (wqe_mal | (late_prot_flush & late_mal_cur))) : cq15_mal;
+    end
+
+    always @(posedge clk) begin
+        cq15_cut <= cq15_push ? (pub_go ? 1'h0 : gf_fault) : cq15_cut;
+    end
+
+    always @(posedge clk) begin
+        cq15_wqe <= cq15_push ? (pub_go ? 1'h0 : (((((((flush_err | prot) | late_prot_flush) | ret_flush_mode) | wqe_retires) & ~wqe_fault) & ~term_mode) & ~rsp_mode)) : cq15_wqe;
+    end
+
+    always @(posedge clk) begin
+        cq15_silent <= cq15_push ? (pub_go ? 1'h0 : (term_mode & cur_term_silent)) : cq15_silent;
     end
 
     always @(posedge clk) begin

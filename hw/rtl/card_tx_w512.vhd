@@ -1216,7 +1216,7 @@ architecture rtl of card_tx_w512 is
     signal wr_done_err_burst : std_logic_vector(4 downto 0); -- the request's first refused burst
     signal wr_done_ready : std_logic;        -- a completion is taken (an error one waits, below)
     signal wr_done_go : std_logic;
-    signal cq_pop : std_logic_vector(3 downto 0);
+    signal cq_pop : std_logic_vector(4 downto 0);
     signal read_sent : std_logic;            -- the WQE is a Read whose Read Request went (or goes) out
     signal wqe_retires : std_logic;          -- a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
@@ -1242,7 +1242,7 @@ architecture rtl of card_tx_w512 is
     signal rev_src_stag : std_logic_vector(31 downto 0);
     signal rev_src_to : std_logic_vector(63 downto 0);
     signal rev_rr32 : std_logic_vector(255 downto 0); -- the Read Request's RDMAP header, byte 0 in bits 7:0 (zero past its 28 octets)
-    signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
+    signal cq_count : std_logic_vector(4 downto 0) := "00000"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
     signal cq0_qpn : std_logic_vector(9 downto 0);
@@ -1387,7 +1387,151 @@ architecture rtl of card_tx_w512 is
     signal cq7_cut : std_logic;
     signal cq7_wqe : std_logic;
     signal cq7_silent : std_logic;
-    signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
+    signal cq8_cqe : std_logic;
+    signal cq8_cq : std_logic_vector(9 downto 0);
+    signal cq8_qpn : std_logic_vector(9 downto 0);
+    signal cq8_wr_id : std_logic_vector(63 downto 0);
+    signal cq8_op : std_logic_vector(2 downto 0);
+    signal cq8_len : std_logic_vector(31 downto 0);
+    signal cq8_sq_ci : std_logic_vector(15 downto 0);
+    signal cq8_txs_pi : std_logic_vector(31 downto 0);
+    signal cq8_noring : std_logic;
+    signal cq8_flush : std_logic;
+    signal cq8_prot : std_logic;
+    signal cq8_rrd : std_logic;
+    signal cq8_term : std_logic;
+    signal cq8_blame : std_logic_vector(15 downto 0);
+    signal cq8_mal : std_logic;
+    signal cq8_cut : std_logic;
+    signal cq8_wqe : std_logic;
+    signal cq8_silent : std_logic;
+    signal cq9_cqe : std_logic;
+    signal cq9_cq : std_logic_vector(9 downto 0);
+    signal cq9_qpn : std_logic_vector(9 downto 0);
+    signal cq9_wr_id : std_logic_vector(63 downto 0);
+    signal cq9_op : std_logic_vector(2 downto 0);
+    signal cq9_len : std_logic_vector(31 downto 0);
+    signal cq9_sq_ci : std_logic_vector(15 downto 0);
+    signal cq9_txs_pi : std_logic_vector(31 downto 0);
+    signal cq9_noring : std_logic;
+    signal cq9_flush : std_logic;
+    signal cq9_prot : std_logic;
+    signal cq9_rrd : std_logic;
+    signal cq9_term : std_logic;
+    signal cq9_blame : std_logic_vector(15 downto 0);
+    signal cq9_mal : std_logic;
+    signal cq9_cut : std_logic;
+    signal cq9_wqe : std_logic;
+    signal cq9_silent : std_logic;
+    signal cq10_cqe : std_logic;
+    signal cq10_cq : std_logic_vector(9 downto 0);
+    signal cq10_qpn : std_logic_vector(9 downto 0);
+    signal cq10_wr_id : std_logic_vector(63 downto 0);
+    signal cq10_op : std_logic_vector(2 downto 0);
+    signal cq10_len : std_logic_vector(31 downto 0);
+    signal cq10_sq_ci : std_logic_vector(15 downto 0);
+    signal cq10_txs_pi : std_logic_vector(31 downto 0);
+    signal cq10_noring : std_logic;
+    signal cq10_flush : std_logic;
+    signal cq10_prot : std_logic;
+    signal cq10_rrd : std_logic;
+    signal cq10_term : std_logic;
+    signal cq10_blame : std_logic_vector(15 downto 0);
+    signal cq10_mal : std_logic;
+    signal cq10_cut : std_logic;
+    signal cq10_wqe : std_logic;
+    signal cq10_silent : std_logic;
+    signal cq11_cqe : std_logic;
+    signal cq11_cq : std_logic_vector(9 downto 0);
+    signal cq11_qpn : std_logic_vector(9 downto 0);
+    signal cq11_wr_id : std_logic_vector(63 downto 0);
+    signal cq11_op : std_logic_vector(2 downto 0);
+    signal cq11_len : std_logic_vector(31 downto 0);
+    signal cq11_sq_ci : std_logic_vector(15 downto 0);
+    signal cq11_txs_pi : std_logic_vector(31 downto 0);
+    signal cq11_noring : std_logic;
+    signal cq11_flush : std_logic;
+    signal cq11_prot : std_logic;
+    signal cq11_rrd : std_logic;
+    signal cq11_term : std_logic;
+    signal cq11_blame : std_logic_vector(15 downto 0);
+    signal cq11_mal : std_logic;
+    signal cq11_cut : std_logic;
+    signal cq11_wqe : std_logic;
+    signal cq11_silent : std_logic;
+    signal cq12_cqe : std_logic;
+    signal cq12_cq : std_logic_vector(9 downto 0);
+    signal cq12_qpn : std_logic_vector(9 downto 0);
+    signal cq12_wr_id : std_logic_vector(63 downto 0);
+    signal cq12_op : std_logic_vector(2 downto 0);
+    signal cq12_len : std_logic_vector(31 downto 0);
+    signal cq12_sq_ci : std_logic_vector(15 downto 0);
+    signal cq12_txs_pi : std_logic_vector(31 downto 0);
+    signal cq12_noring : std_logic;
+    signal cq12_flush : std_logic;
+    signal cq12_prot : std_logic;
+    signal cq12_rrd : std_logic;
+    signal cq12_term : std_logic;
+    signal cq12_blame : std_logic_vector(15 downto 0);
+    signal cq12_mal : std_logic;
+    signal cq12_cut : std_logic;
+    signal cq12_wqe : std_logic;
+    signal cq12_silent : std_logic;
+    signal cq13_cqe : std_logic;
+    signal cq13_cq : std_logic_vector(9 downto 0);
+    signal cq13_qpn : std_logic_vector(9 downto 0);
+    signal cq13_wr_id : std_logic_vector(63 downto 0);
+    signal cq13_op : std_logic_vector(2 downto 0);
+    signal cq13_len : std_logic_vector(31 downto 0);
+    signal cq13_sq_ci : std_logic_vector(15 downto 0);
+    signal cq13_txs_pi : std_logic_vector(31 downto 0);
+    signal cq13_noring : std_logic;
+    signal cq13_flush : std_logic;
+    signal cq13_prot : std_logic;
+    signal cq13_rrd : std_logic;
+    signal cq13_term : std_logic;
+    signal cq13_blame : std_logic_vector(15 downto 0);
+    signal cq13_mal : std_logic;
+    signal cq13_cut : std_logic;
+    signal cq13_wqe : std_logic;
+    signal cq13_silent : std_logic;
+    signal cq14_cqe : std_logic;
+    signal cq14_cq : std_logic_vector(9 downto 0);
+    signal cq14_qpn : std_logic_vector(9 downto 0);
+    signal cq14_wr_id : std_logic_vector(63 downto 0);
+    signal cq14_op : std_logic_vector(2 downto 0);
+    signal cq14_len : std_logic_vector(31 downto 0);
+    signal cq14_sq_ci : std_logic_vector(15 downto 0);
+    signal cq14_txs_pi : std_logic_vector(31 downto 0);
+    signal cq14_noring : std_logic;
+    signal cq14_flush : std_logic;
+    signal cq14_prot : std_logic;
+    signal cq14_rrd : std_logic;
+    signal cq14_term : std_logic;
+    signal cq14_blame : std_logic_vector(15 downto 0);
+    signal cq14_mal : std_logic;
+    signal cq14_cut : std_logic;
+    signal cq14_wqe : std_logic;
+    signal cq14_silent : std_logic;
+    signal cq15_cqe : std_logic;
+    signal cq15_cq : std_logic_vector(9 downto 0);
+    signal cq15_qpn : std_logic_vector(9 downto 0);
+    signal cq15_wr_id : std_logic_vector(63 downto 0);
+    signal cq15_op : std_logic_vector(2 downto 0);
+    signal cq15_len : std_logic_vector(31 downto 0);
+    signal cq15_sq_ci : std_logic_vector(15 downto 0);
+    signal cq15_txs_pi : std_logic_vector(31 downto 0);
+    signal cq15_noring : std_logic;
+    signal cq15_flush : std_logic;
+    signal cq15_prot : std_logic;
+    signal cq15_rrd : std_logic;
+    signal cq15_term : std_logic;
+    signal cq15_blame : std_logic_vector(15 downto 0);
+    signal cq15_mal : std_logic;
+    signal cq15_cut : std_logic;
+    signal cq15_wqe : std_logic;
+    signal cq15_silent : std_logic;
+    signal cq_wpos : std_logic_vector(4 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
     signal cq2_push : std_logic;
@@ -1396,6 +1540,14 @@ architecture rtl of card_tx_w512 is
     signal cq5_push : std_logic;
     signal cq6_push : std_logic;
     signal cq7_push : std_logic;
+    signal cq8_push : std_logic;
+    signal cq9_push : std_logic;
+    signal cq10_push : std_logic;
+    signal cq11_push : std_logic;
+    signal cq12_push : std_logic;
+    signal cq13_push : std_logic;
+    signal cq14_push : std_logic;
+    signal cq15_push : std_logic;
     signal cpl_written : std_logic_vector(3 downto 0) := x"0"; -- WQEs whose ring writes are done, not yet out
     signal cpl_v : std_logic := '0';
     signal cpl_free : std_logic;
@@ -16776,16 +16928,24 @@ begin
     eng_term_cause <= mux(rsp_fault, rev_cause, x"00ff");
     eng_term_rec <= mux(rsp_fault, std_logic_vector'('0' & rev_rr32(223 downto 0) & rrp_data_rd(367 downto 224) & x"002e" & rev_cause), "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000011111111");
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
-    cq0_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"0");
-    cq1_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"1");
-    cq2_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"2");
-    cq3_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"3");
-    cq4_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"4");
-    cq5_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"5");
-    cq6_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"6");
-    cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"7");
-    cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
-    pub_slot <= b2l(unsigned(cq_count) < unsigned'(x"7"));
+    cq0_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00000");
+    cq1_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00001");
+    cq2_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00010");
+    cq3_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00011");
+    cq4_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00100");
+    cq5_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00101");
+    cq6_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00110");
+    cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "00111");
+    cq8_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01000");
+    cq9_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01001");
+    cq10_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01010");
+    cq11_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01011");
+    cq12_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01100");
+    cq13_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01101");
+    cq14_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01110");
+    cq15_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = "01111");
+    cpl_room <= b2l(unsigned(cq_count) < unsigned'("10000"));
+    pub_slot <= b2l(unsigned(cq_count) < unsigned'("01111"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
     wr_done_last <= wr_done_go and wr_done_tag(0);
@@ -18880,7 +19040,7 @@ begin
     cpl_load <= (((cpl_free and rreq_done_free) and (or cq_count)) and (not rf_busy)) and cpl_head_done;
     m_rreq_done_valid <= rreq_done_v;
     m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
-    cq_pop <= std_logic_vector'("000" & cpl_load);
+    cq_pop <= std_logic_vector'(x"0" & cpl_load);
     m_cpl_valid <= cpl_v;
     m_cpl_cqe <= cpl_cqe_q;
     m_cpl_keep_txs <= cpl_keep_txs_q;
@@ -18897,7 +19057,7 @@ begin
     ab_beyond <= (ab_v and b2l(cq0_qpn = ab_qp)) and ab_diff(31);
     m_cpl_txs_pi <= cpl_txs_pi_q;
     m_cpl_term <= cpl_term_q;
-    m_owed <= ((((((((((((((((((((((((('0' or (rrp0_v and b2l(rrp0_qp = s_owed_qpn))) or (rrp1_v and b2l(rrp1_qp = s_owed_qpn))) or (rrp2_v and b2l(rrp2_qp = s_owed_qpn))) or (rrp3_v and b2l(rrp3_qp = s_owed_qpn))) or (rrp4_v and b2l(rrp4_qp = s_owed_qpn))) or (rrp5_v and b2l(rrp5_qp = s_owed_qpn))) or (rrp6_v and b2l(rrp6_qp = s_owed_qpn))) or (rrp7_v and b2l(rrp7_qp = s_owed_qpn))) or (rrp8_v and b2l(rrp8_qp = s_owed_qpn))) or (rrp9_v and b2l(rrp9_qp = s_owed_qpn))) or (rrp10_v and b2l(rrp10_qp = s_owed_qpn))) or (rrp11_v and b2l(rrp11_qp = s_owed_qpn))) or (rrp12_v and b2l(rrp12_qp = s_owed_qpn))) or (rrp13_v and b2l(rrp13_qp = s_owed_qpn))) or (rrp14_v and b2l(rrp14_qp = s_owed_qpn))) or (rrp15_v and b2l(rrp15_qp = s_owed_qpn))) or ((rsp_mode and b2l(cur_qp = s_owed_qpn)) and (not (((in_state0 or in_state1) or in_state2) or in_state3)))) or ((cpl_v and cpl_rrd_q) and b2l(cpl_qpn_q = s_owed_qpn))) or ((b2l(unsigned'(x"0") < unsigned(cq_count)) and cq0_rrd) and b2l(cq0_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"1") < unsigned(cq_count)) and cq1_rrd) and b2l(cq1_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"2") < unsigned(cq_count)) and cq2_rrd) and b2l(cq2_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"3") < unsigned(cq_count)) and cq3_rrd) and b2l(cq3_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"4") < unsigned(cq_count)) and cq4_rrd) and b2l(cq4_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"5") < unsigned(cq_count)) and cq5_rrd) and b2l(cq5_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"6") < unsigned(cq_count)) and cq6_rrd) and b2l(cq6_qpn = s_owed_qpn))) or ((b2l(unsigned'(x"7") < unsigned(cq_count)) and cq7_rrd) and b2l(cq7_qpn = s_owed_qpn));
+    m_owed <= ((((((((((((((((((((((((((((((((('0' or (rrp0_v and b2l(rrp0_qp = s_owed_qpn))) or (rrp1_v and b2l(rrp1_qp = s_owed_qpn))) or (rrp2_v and b2l(rrp2_qp = s_owed_qpn))) or (rrp3_v and b2l(rrp3_qp = s_owed_qpn))) or (rrp4_v and b2l(rrp4_qp = s_owed_qpn))) or (rrp5_v and b2l(rrp5_qp = s_owed_qpn))) or (rrp6_v and b2l(rrp6_qp = s_owed_qpn))) or (rrp7_v and b2l(rrp7_qp = s_owed_qpn))) or (rrp8_v and b2l(rrp8_qp = s_owed_qpn))) or (rrp9_v and b2l(rrp9_qp = s_owed_qpn))) or (rrp10_v and b2l(rrp10_qp = s_owed_qpn))) or (rrp11_v and b2l(rrp11_qp = s_owed_qpn))) or (rrp12_v and b2l(rrp12_qp = s_owed_qpn))) or (rrp13_v and b2l(rrp13_qp = s_owed_qpn))) or (rrp14_v and b2l(rrp14_qp = s_owed_qpn))) or (rrp15_v and b2l(rrp15_qp = s_owed_qpn))) or ((rsp_mode and b2l(cur_qp = s_owed_qpn)) and (not (((in_state0 or in_state1) or in_state2) or in_state3)))) or ((cpl_v and cpl_rrd_q) and b2l(cpl_qpn_q = s_owed_qpn))) or ((b2l(unsigned'("00000") < unsigned(cq_count)) and cq0_rrd) and b2l(cq0_qpn = s_owed_qpn))) or ((b2l(unsigned'("00001") < unsigned(cq_count)) and cq1_rrd) and b2l(cq1_qpn = s_owed_qpn))) or ((b2l(unsigned'("00010") < unsigned(cq_count)) and cq2_rrd) and b2l(cq2_qpn = s_owed_qpn))) or ((b2l(unsigned'("00011") < unsigned(cq_count)) and cq3_rrd) and b2l(cq3_qpn = s_owed_qpn))) or ((b2l(unsigned'("00100") < unsigned(cq_count)) and cq4_rrd) and b2l(cq4_qpn = s_owed_qpn))) or ((b2l(unsigned'("00101") < unsigned(cq_count)) and cq5_rrd) and b2l(cq5_qpn = s_owed_qpn))) or ((b2l(unsigned'("00110") < unsigned(cq_count)) and cq6_rrd) and b2l(cq6_qpn = s_owed_qpn))) or ((b2l(unsigned'("00111") < unsigned(cq_count)) and cq7_rrd) and b2l(cq7_qpn = s_owed_qpn))) or ((b2l(unsigned'("01000") < unsigned(cq_count)) and cq8_rrd) and b2l(cq8_qpn = s_owed_qpn))) or ((b2l(unsigned'("01001") < unsigned(cq_count)) and cq9_rrd) and b2l(cq9_qpn = s_owed_qpn))) or ((b2l(unsigned'("01010") < unsigned(cq_count)) and cq10_rrd) and b2l(cq10_qpn = s_owed_qpn))) or ((b2l(unsigned'("01011") < unsigned(cq_count)) and cq11_rrd) and b2l(cq11_qpn = s_owed_qpn))) or ((b2l(unsigned'("01100") < unsigned(cq_count)) and cq12_rrd) and b2l(cq12_qpn = s_owed_qpn))) or ((b2l(unsigned'("01101") < unsigned(cq_count)) and cq13_rrd) and b2l(cq13_qpn = s_owed_qpn))) or ((b2l(unsigned'("01110") < unsigned(cq_count)) and cq14_rrd) and b2l(cq14_qpn = s_owed_qpn))) or ((b2l(unsigned'("01111") < unsigned(cq_count)) and cq15_rrd) and b2l(cq15_qpn = s_owed_qpn));
     stat_dma_err <= dma_err_q;
     op_is_send <= not (((((op_write or op_read) or op_mop) or ret_or_flush) or prot) or term_mode);
     read_started <= read_sent and (not ret_or_flush);
@@ -22913,9 +23073,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                cq_count <= x"0";
+                cq_count <= "00000";
             else
-                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'("000" & ((in_state11 and (not no_record)) or pub_go))));
+                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'(x"0" & ((in_state11 and (not no_record)) or pub_go))));
             end if;
         end if;
     end process;
@@ -22923,1008 +23083,2016 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq1_cqe, mux(b2l(cq_pop = "00010"), cq2_cqe, mux(b2l(cq_pop = "00011"), cq3_cqe, mux(b2l(cq_pop = "00100"), cq4_cqe, mux(b2l(cq_pop = "00101"), cq5_cqe, mux(b2l(cq_pop = "00110"), cq6_cqe, mux(b2l(cq_pop = "00111"), cq7_cqe, mux(b2l(cq_pop = "01000"), cq8_cqe, mux(b2l(cq_pop = "01001"), cq9_cqe, mux(b2l(cq_pop = "01010"), cq10_cqe, mux(b2l(cq_pop = "01011"), cq11_cqe, mux(b2l(cq_pop = "01100"), cq12_cqe, mux(b2l(cq_pop = "01101"), cq13_cqe, mux(b2l(cq_pop = "01110"), cq14_cqe, mux(b2l(cq_pop = "01111"), cq15_cqe, cq0_cqe))))))))))))))));
         end if;
     end process;
 
     cq0_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cq <= mux(cq0_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq1_cq, mux(b2l(cq_pop = x"2"), cq2_cq, mux(b2l(cq_pop = x"3"), cq3_cq, mux(b2l(cq_pop = x"4"), cq4_cq, mux(b2l(cq_pop = x"5"), cq5_cq, mux(b2l(cq_pop = x"6"), cq6_cq, mux(b2l(cq_pop = x"7"), cq7_cq, cq0_cq))))))));
+            cq0_cq <= mux(cq0_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq1_cq, mux(b2l(cq_pop = "00010"), cq2_cq, mux(b2l(cq_pop = "00011"), cq3_cq, mux(b2l(cq_pop = "00100"), cq4_cq, mux(b2l(cq_pop = "00101"), cq5_cq, mux(b2l(cq_pop = "00110"), cq6_cq, mux(b2l(cq_pop = "00111"), cq7_cq, mux(b2l(cq_pop = "01000"), cq8_cq, mux(b2l(cq_pop = "01001"), cq9_cq, mux(b2l(cq_pop = "01010"), cq10_cq, mux(b2l(cq_pop = "01011"), cq11_cq, mux(b2l(cq_pop = "01100"), cq12_cq, mux(b2l(cq_pop = "01101"), cq13_cq, mux(b2l(cq_pop = "01110"), cq14_cq, mux(b2l(cq_pop = "01111"), cq15_cq, cq0_cq))))))))))))))));
         end if;
     end process;
 
     cq0_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_qpn <= mux(cq0_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq1_qpn, mux(b2l(cq_pop = x"2"), cq2_qpn, mux(b2l(cq_pop = x"3"), cq3_qpn, mux(b2l(cq_pop = x"4"), cq4_qpn, mux(b2l(cq_pop = x"5"), cq5_qpn, mux(b2l(cq_pop = x"6"), cq6_qpn, mux(b2l(cq_pop = x"7"), cq7_qpn, cq0_qpn))))))));
+            cq0_qpn <= mux(cq0_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq1_qpn, mux(b2l(cq_pop = "00010"), cq2_qpn, mux(b2l(cq_pop = "00011"), cq3_qpn, mux(b2l(cq_pop = "00100"), cq4_qpn, mux(b2l(cq_pop = "00101"), cq5_qpn, mux(b2l(cq_pop = "00110"), cq6_qpn, mux(b2l(cq_pop = "00111"), cq7_qpn, mux(b2l(cq_pop = "01000"), cq8_qpn, mux(b2l(cq_pop = "01001"), cq9_qpn, mux(b2l(cq_pop = "01010"), cq10_qpn, mux(b2l(cq_pop = "01011"), cq11_qpn, mux(b2l(cq_pop = "01100"), cq12_qpn, mux(b2l(cq_pop = "01101"), cq13_qpn, mux(b2l(cq_pop = "01110"), cq14_qpn, mux(b2l(cq_pop = "01111"), cq15_qpn, cq0_qpn))))))))))))))));
         end if;
     end process;
 
     cq0_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_wr_id <= mux(cq0_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq1_wr_id, mux(b2l(cq_pop = x"2"), cq2_wr_id, mux(b2l(cq_pop = x"3"), cq3_wr_id, mux(b2l(cq_pop = x"4"), cq4_wr_id, mux(b2l(cq_pop = x"5"), cq5_wr_id, mux(b2l(cq_pop = x"6"), cq6_wr_id, mux(b2l(cq_pop = x"7"), cq7_wr_id, cq0_wr_id))))))));
+            cq0_wr_id <= mux(cq0_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq1_wr_id, mux(b2l(cq_pop = "00010"), cq2_wr_id, mux(b2l(cq_pop = "00011"), cq3_wr_id, mux(b2l(cq_pop = "00100"), cq4_wr_id, mux(b2l(cq_pop = "00101"), cq5_wr_id, mux(b2l(cq_pop = "00110"), cq6_wr_id, mux(b2l(cq_pop = "00111"), cq7_wr_id, mux(b2l(cq_pop = "01000"), cq8_wr_id, mux(b2l(cq_pop = "01001"), cq9_wr_id, mux(b2l(cq_pop = "01010"), cq10_wr_id, mux(b2l(cq_pop = "01011"), cq11_wr_id, mux(b2l(cq_pop = "01100"), cq12_wr_id, mux(b2l(cq_pop = "01101"), cq13_wr_id, mux(b2l(cq_pop = "01110"), cq14_wr_id, mux(b2l(cq_pop = "01111"), cq15_wr_id, cq0_wr_id))))))))))))))));
         end if;
     end process;
 
     cq0_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_op <= mux(cq0_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
+            cq0_op <= mux(cq0_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq1_op, mux(b2l(cq_pop = "00010"), cq2_op, mux(b2l(cq_pop = "00011"), cq3_op, mux(b2l(cq_pop = "00100"), cq4_op, mux(b2l(cq_pop = "00101"), cq5_op, mux(b2l(cq_pop = "00110"), cq6_op, mux(b2l(cq_pop = "00111"), cq7_op, mux(b2l(cq_pop = "01000"), cq8_op, mux(b2l(cq_pop = "01001"), cq9_op, mux(b2l(cq_pop = "01010"), cq10_op, mux(b2l(cq_pop = "01011"), cq11_op, mux(b2l(cq_pop = "01100"), cq12_op, mux(b2l(cq_pop = "01101"), cq13_op, mux(b2l(cq_pop = "01110"), cq14_op, mux(b2l(cq_pop = "01111"), cq15_op, cq0_op))))))))))))))));
         end if;
     end process;
 
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq1_len, mux(b2l(cq_pop = "00010"), cq2_len, mux(b2l(cq_pop = "00011"), cq3_len, mux(b2l(cq_pop = "00100"), cq4_len, mux(b2l(cq_pop = "00101"), cq5_len, mux(b2l(cq_pop = "00110"), cq6_len, mux(b2l(cq_pop = "00111"), cq7_len, mux(b2l(cq_pop = "01000"), cq8_len, mux(b2l(cq_pop = "01001"), cq9_len, mux(b2l(cq_pop = "01010"), cq10_len, mux(b2l(cq_pop = "01011"), cq11_len, mux(b2l(cq_pop = "01100"), cq12_len, mux(b2l(cq_pop = "01101"), cq13_len, mux(b2l(cq_pop = "01110"), cq14_len, mux(b2l(cq_pop = "01111"), cq15_len, cq0_len))))))))))))))));
         end if;
     end process;
 
     cq0_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_sq_ci <= mux(cq0_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq1_sq_ci, mux(b2l(cq_pop = x"2"), cq2_sq_ci, mux(b2l(cq_pop = x"3"), cq3_sq_ci, mux(b2l(cq_pop = x"4"), cq4_sq_ci, mux(b2l(cq_pop = x"5"), cq5_sq_ci, mux(b2l(cq_pop = x"6"), cq6_sq_ci, mux(b2l(cq_pop = x"7"), cq7_sq_ci, cq0_sq_ci))))))));
+            cq0_sq_ci <= mux(cq0_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq1_sq_ci, mux(b2l(cq_pop = "00010"), cq2_sq_ci, mux(b2l(cq_pop = "00011"), cq3_sq_ci, mux(b2l(cq_pop = "00100"), cq4_sq_ci, mux(b2l(cq_pop = "00101"), cq5_sq_ci, mux(b2l(cq_pop = "00110"), cq6_sq_ci, mux(b2l(cq_pop = "00111"), cq7_sq_ci, mux(b2l(cq_pop = "01000"), cq8_sq_ci, mux(b2l(cq_pop = "01001"), cq9_sq_ci, mux(b2l(cq_pop = "01010"), cq10_sq_ci, mux(b2l(cq_pop = "01011"), cq11_sq_ci, mux(b2l(cq_pop = "01100"), cq12_sq_ci, mux(b2l(cq_pop = "01101"), cq13_sq_ci, mux(b2l(cq_pop = "01110"), cq14_sq_ci, mux(b2l(cq_pop = "01111"), cq15_sq_ci, cq0_sq_ci))))))))))))))));
         end if;
     end process;
 
     cq0_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_txs_pi <= mux(cq0_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq1_txs_pi, mux(b2l(cq_pop = x"2"), cq2_txs_pi, mux(b2l(cq_pop = x"3"), cq3_txs_pi, mux(b2l(cq_pop = x"4"), cq4_txs_pi, mux(b2l(cq_pop = x"5"), cq5_txs_pi, mux(b2l(cq_pop = x"6"), cq6_txs_pi, mux(b2l(cq_pop = x"7"), cq7_txs_pi, cq0_txs_pi))))))));
+            cq0_txs_pi <= mux(cq0_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq1_txs_pi, mux(b2l(cq_pop = "00010"), cq2_txs_pi, mux(b2l(cq_pop = "00011"), cq3_txs_pi, mux(b2l(cq_pop = "00100"), cq4_txs_pi, mux(b2l(cq_pop = "00101"), cq5_txs_pi, mux(b2l(cq_pop = "00110"), cq6_txs_pi, mux(b2l(cq_pop = "00111"), cq7_txs_pi, mux(b2l(cq_pop = "01000"), cq8_txs_pi, mux(b2l(cq_pop = "01001"), cq9_txs_pi, mux(b2l(cq_pop = "01010"), cq10_txs_pi, mux(b2l(cq_pop = "01011"), cq11_txs_pi, mux(b2l(cq_pop = "01100"), cq12_txs_pi, mux(b2l(cq_pop = "01101"), cq13_txs_pi, mux(b2l(cq_pop = "01110"), cq14_txs_pi, mux(b2l(cq_pop = "01111"), cq15_txs_pi, cq0_txs_pi))))))))))))))));
         end if;
     end process;
 
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq1_noring, mux(b2l(cq_pop = "00010"), cq2_noring, mux(b2l(cq_pop = "00011"), cq3_noring, mux(b2l(cq_pop = "00100"), cq4_noring, mux(b2l(cq_pop = "00101"), cq5_noring, mux(b2l(cq_pop = "00110"), cq6_noring, mux(b2l(cq_pop = "00111"), cq7_noring, mux(b2l(cq_pop = "01000"), cq8_noring, mux(b2l(cq_pop = "01001"), cq9_noring, mux(b2l(cq_pop = "01010"), cq10_noring, mux(b2l(cq_pop = "01011"), cq11_noring, mux(b2l(cq_pop = "01100"), cq12_noring, mux(b2l(cq_pop = "01101"), cq13_noring, mux(b2l(cq_pop = "01110"), cq14_noring, mux(b2l(cq_pop = "01111"), cq15_noring, cq0_noring))))))))))))))));
         end if;
     end process;
 
     cq0_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_flush <= mux(cq0_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
+            cq0_flush <= mux(cq0_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq1_flush, mux(b2l(cq_pop = "00010"), cq2_flush, mux(b2l(cq_pop = "00011"), cq3_flush, mux(b2l(cq_pop = "00100"), cq4_flush, mux(b2l(cq_pop = "00101"), cq5_flush, mux(b2l(cq_pop = "00110"), cq6_flush, mux(b2l(cq_pop = "00111"), cq7_flush, mux(b2l(cq_pop = "01000"), cq8_flush, mux(b2l(cq_pop = "01001"), cq9_flush, mux(b2l(cq_pop = "01010"), cq10_flush, mux(b2l(cq_pop = "01011"), cq11_flush, mux(b2l(cq_pop = "01100"), cq12_flush, mux(b2l(cq_pop = "01101"), cq13_flush, mux(b2l(cq_pop = "01110"), cq14_flush, mux(b2l(cq_pop = "01111"), cq15_flush, cq0_flush))))))))))))))));
         end if;
     end process;
 
     cq0_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_prot <= mux(cq0_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
+            cq0_prot <= mux(cq0_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq1_prot, mux(b2l(cq_pop = "00010"), cq2_prot, mux(b2l(cq_pop = "00011"), cq3_prot, mux(b2l(cq_pop = "00100"), cq4_prot, mux(b2l(cq_pop = "00101"), cq5_prot, mux(b2l(cq_pop = "00110"), cq6_prot, mux(b2l(cq_pop = "00111"), cq7_prot, mux(b2l(cq_pop = "01000"), cq8_prot, mux(b2l(cq_pop = "01001"), cq9_prot, mux(b2l(cq_pop = "01010"), cq10_prot, mux(b2l(cq_pop = "01011"), cq11_prot, mux(b2l(cq_pop = "01100"), cq12_prot, mux(b2l(cq_pop = "01101"), cq13_prot, mux(b2l(cq_pop = "01110"), cq14_prot, mux(b2l(cq_pop = "01111"), cq15_prot, cq0_prot))))))))))))))));
         end if;
     end process;
 
     cq0_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_rrd <= mux(cq0_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
+            cq0_rrd <= mux(cq0_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq1_rrd, mux(b2l(cq_pop = "00010"), cq2_rrd, mux(b2l(cq_pop = "00011"), cq3_rrd, mux(b2l(cq_pop = "00100"), cq4_rrd, mux(b2l(cq_pop = "00101"), cq5_rrd, mux(b2l(cq_pop = "00110"), cq6_rrd, mux(b2l(cq_pop = "00111"), cq7_rrd, mux(b2l(cq_pop = "01000"), cq8_rrd, mux(b2l(cq_pop = "01001"), cq9_rrd, mux(b2l(cq_pop = "01010"), cq10_rrd, mux(b2l(cq_pop = "01011"), cq11_rrd, mux(b2l(cq_pop = "01100"), cq12_rrd, mux(b2l(cq_pop = "01101"), cq13_rrd, mux(b2l(cq_pop = "01110"), cq14_rrd, mux(b2l(cq_pop = "01111"), cq15_rrd, cq0_rrd))))))))))))))));
         end if;
     end process;
 
     cq0_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_term <= mux(cq0_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq1_term, mux(b2l(cq_pop = x"2"), cq2_term, mux(b2l(cq_pop = x"3"), cq3_term, mux(b2l(cq_pop = x"4"), cq4_term, mux(b2l(cq_pop = x"5"), cq5_term, mux(b2l(cq_pop = x"6"), cq6_term, mux(b2l(cq_pop = x"7"), cq7_term, cq0_term))))))));
+            cq0_term <= mux(cq0_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq1_term, mux(b2l(cq_pop = "00010"), cq2_term, mux(b2l(cq_pop = "00011"), cq3_term, mux(b2l(cq_pop = "00100"), cq4_term, mux(b2l(cq_pop = "00101"), cq5_term, mux(b2l(cq_pop = "00110"), cq6_term, mux(b2l(cq_pop = "00111"), cq7_term, mux(b2l(cq_pop = "01000"), cq8_term, mux(b2l(cq_pop = "01001"), cq9_term, mux(b2l(cq_pop = "01010"), cq10_term, mux(b2l(cq_pop = "01011"), cq11_term, mux(b2l(cq_pop = "01100"), cq12_term, mux(b2l(cq_pop = "01101"), cq13_term, mux(b2l(cq_pop = "01110"), cq14_term, mux(b2l(cq_pop = "01111"), cq15_term, cq0_term))))))))))))))));
         end if;
     end process;
 
     cq0_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_blame <= mux(cq0_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq1_blame, mux(b2l(cq_pop = x"2"), cq2_blame, mux(b2l(cq_pop = x"3"), cq3_blame, mux(b2l(cq_pop = x"4"), cq4_blame, mux(b2l(cq_pop = x"5"), cq5_blame, mux(b2l(cq_pop = x"6"), cq6_blame, mux(b2l(cq_pop = x"7"), cq7_blame, cq0_blame))))))));
+            cq0_blame <= mux(cq0_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq1_blame, mux(b2l(cq_pop = "00010"), cq2_blame, mux(b2l(cq_pop = "00011"), cq3_blame, mux(b2l(cq_pop = "00100"), cq4_blame, mux(b2l(cq_pop = "00101"), cq5_blame, mux(b2l(cq_pop = "00110"), cq6_blame, mux(b2l(cq_pop = "00111"), cq7_blame, mux(b2l(cq_pop = "01000"), cq8_blame, mux(b2l(cq_pop = "01001"), cq9_blame, mux(b2l(cq_pop = "01010"), cq10_blame, mux(b2l(cq_pop = "01011"), cq11_blame, mux(b2l(cq_pop = "01100"), cq12_blame, mux(b2l(cq_pop = "01101"), cq13_blame, mux(b2l(cq_pop = "01110"), cq14_blame, mux(b2l(cq_pop = "01111"), cq15_blame, cq0_blame))))))))))))))));
         end if;
     end process;
 
     cq0_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
+            cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq1_mal, mux(b2l(cq_pop = "00010"), cq2_mal, mux(b2l(cq_pop = "00011"), cq3_mal, mux(b2l(cq_pop = "00100"), cq4_mal, mux(b2l(cq_pop = "00101"), cq5_mal, mux(b2l(cq_pop = "00110"), cq6_mal, mux(b2l(cq_pop = "00111"), cq7_mal, mux(b2l(cq_pop = "01000"), cq8_mal, mux(b2l(cq_pop = "01001"), cq9_mal, mux(b2l(cq_pop = "01010"), cq10_mal, mux(b2l(cq_pop = "01011"), cq11_mal, mux(b2l(cq_pop = "01100"), cq12_mal, mux(b2l(cq_pop = "01101"), cq13_mal, mux(b2l(cq_pop = "01110"), cq14_mal, mux(b2l(cq_pop = "01111"), cq15_mal, cq0_mal))))))))))))))));
         end if;
     end process;
 
     cq0_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cut <= mux(cq0_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq1_cut, mux(b2l(cq_pop = x"2"), cq2_cut, mux(b2l(cq_pop = x"3"), cq3_cut, mux(b2l(cq_pop = x"4"), cq4_cut, mux(b2l(cq_pop = x"5"), cq5_cut, mux(b2l(cq_pop = x"6"), cq6_cut, mux(b2l(cq_pop = x"7"), cq7_cut, cq0_cut))))))));
+            cq0_cut <= mux(cq0_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq1_cut, mux(b2l(cq_pop = "00010"), cq2_cut, mux(b2l(cq_pop = "00011"), cq3_cut, mux(b2l(cq_pop = "00100"), cq4_cut, mux(b2l(cq_pop = "00101"), cq5_cut, mux(b2l(cq_pop = "00110"), cq6_cut, mux(b2l(cq_pop = "00111"), cq7_cut, mux(b2l(cq_pop = "01000"), cq8_cut, mux(b2l(cq_pop = "01001"), cq9_cut, mux(b2l(cq_pop = "01010"), cq10_cut, mux(b2l(cq_pop = "01011"), cq11_cut, mux(b2l(cq_pop = "01100"), cq12_cut, mux(b2l(cq_pop = "01101"), cq13_cut, mux(b2l(cq_pop = "01110"), cq14_cut, mux(b2l(cq_pop = "01111"), cq15_cut, cq0_cut))))))))))))))));
         end if;
     end process;
 
     cq0_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_wqe <= mux(cq0_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq1_wqe, mux(b2l(cq_pop = x"2"), cq2_wqe, mux(b2l(cq_pop = x"3"), cq3_wqe, mux(b2l(cq_pop = x"4"), cq4_wqe, mux(b2l(cq_pop = x"5"), cq5_wqe, mux(b2l(cq_pop = x"6"), cq6_wqe, mux(b2l(cq_pop = x"7"), cq7_wqe, cq0_wqe))))))));
+            cq0_wqe <= mux(cq0_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq1_wqe, mux(b2l(cq_pop = "00010"), cq2_wqe, mux(b2l(cq_pop = "00011"), cq3_wqe, mux(b2l(cq_pop = "00100"), cq4_wqe, mux(b2l(cq_pop = "00101"), cq5_wqe, mux(b2l(cq_pop = "00110"), cq6_wqe, mux(b2l(cq_pop = "00111"), cq7_wqe, mux(b2l(cq_pop = "01000"), cq8_wqe, mux(b2l(cq_pop = "01001"), cq9_wqe, mux(b2l(cq_pop = "01010"), cq10_wqe, mux(b2l(cq_pop = "01011"), cq11_wqe, mux(b2l(cq_pop = "01100"), cq12_wqe, mux(b2l(cq_pop = "01101"), cq13_wqe, mux(b2l(cq_pop = "01110"), cq14_wqe, mux(b2l(cq_pop = "01111"), cq15_wqe, cq0_wqe))))))))))))))));
         end if;
     end process;
 
     cq0_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_silent <= mux(cq0_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq1_silent, mux(b2l(cq_pop = x"2"), cq2_silent, mux(b2l(cq_pop = x"3"), cq3_silent, mux(b2l(cq_pop = x"4"), cq4_silent, mux(b2l(cq_pop = x"5"), cq5_silent, mux(b2l(cq_pop = x"6"), cq6_silent, mux(b2l(cq_pop = x"7"), cq7_silent, cq0_silent))))))));
+            cq0_silent <= mux(cq0_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq1_silent, mux(b2l(cq_pop = "00010"), cq2_silent, mux(b2l(cq_pop = "00011"), cq3_silent, mux(b2l(cq_pop = "00100"), cq4_silent, mux(b2l(cq_pop = "00101"), cq5_silent, mux(b2l(cq_pop = "00110"), cq6_silent, mux(b2l(cq_pop = "00111"), cq7_silent, mux(b2l(cq_pop = "01000"), cq8_silent, mux(b2l(cq_pop = "01001"), cq9_silent, mux(b2l(cq_pop = "01010"), cq10_silent, mux(b2l(cq_pop = "01011"), cq11_silent, mux(b2l(cq_pop = "01100"), cq12_silent, mux(b2l(cq_pop = "01101"), cq13_silent, mux(b2l(cq_pop = "01110"), cq14_silent, mux(b2l(cq_pop = "01111"), cq15_silent, cq0_silent))))))))))))))));
         end if;
     end process;
 
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq2_cqe, mux(b2l(cq_pop = "00010"), cq3_cqe, mux(b2l(cq_pop = "00011"), cq4_cqe, mux(b2l(cq_pop = "00100"), cq5_cqe, mux(b2l(cq_pop = "00101"), cq6_cqe, mux(b2l(cq_pop = "00110"), cq7_cqe, mux(b2l(cq_pop = "00111"), cq8_cqe, mux(b2l(cq_pop = "01000"), cq9_cqe, mux(b2l(cq_pop = "01001"), cq10_cqe, mux(b2l(cq_pop = "01010"), cq11_cqe, mux(b2l(cq_pop = "01011"), cq12_cqe, mux(b2l(cq_pop = "01100"), cq13_cqe, mux(b2l(cq_pop = "01101"), cq14_cqe, mux(b2l(cq_pop = "01110"), cq15_cqe, cq1_cqe)))))))))))))));
         end if;
     end process;
 
     cq1_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cq <= mux(cq1_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq2_cq, mux(b2l(cq_pop = x"2"), cq3_cq, mux(b2l(cq_pop = x"3"), cq4_cq, mux(b2l(cq_pop = x"4"), cq5_cq, mux(b2l(cq_pop = x"5"), cq6_cq, mux(b2l(cq_pop = x"6"), cq7_cq, cq1_cq)))))));
+            cq1_cq <= mux(cq1_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq2_cq, mux(b2l(cq_pop = "00010"), cq3_cq, mux(b2l(cq_pop = "00011"), cq4_cq, mux(b2l(cq_pop = "00100"), cq5_cq, mux(b2l(cq_pop = "00101"), cq6_cq, mux(b2l(cq_pop = "00110"), cq7_cq, mux(b2l(cq_pop = "00111"), cq8_cq, mux(b2l(cq_pop = "01000"), cq9_cq, mux(b2l(cq_pop = "01001"), cq10_cq, mux(b2l(cq_pop = "01010"), cq11_cq, mux(b2l(cq_pop = "01011"), cq12_cq, mux(b2l(cq_pop = "01100"), cq13_cq, mux(b2l(cq_pop = "01101"), cq14_cq, mux(b2l(cq_pop = "01110"), cq15_cq, cq1_cq)))))))))))))));
         end if;
     end process;
 
     cq1_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_qpn <= mux(cq1_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq2_qpn, mux(b2l(cq_pop = x"2"), cq3_qpn, mux(b2l(cq_pop = x"3"), cq4_qpn, mux(b2l(cq_pop = x"4"), cq5_qpn, mux(b2l(cq_pop = x"5"), cq6_qpn, mux(b2l(cq_pop = x"6"), cq7_qpn, cq1_qpn)))))));
+            cq1_qpn <= mux(cq1_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq2_qpn, mux(b2l(cq_pop = "00010"), cq3_qpn, mux(b2l(cq_pop = "00011"), cq4_qpn, mux(b2l(cq_pop = "00100"), cq5_qpn, mux(b2l(cq_pop = "00101"), cq6_qpn, mux(b2l(cq_pop = "00110"), cq7_qpn, mux(b2l(cq_pop = "00111"), cq8_qpn, mux(b2l(cq_pop = "01000"), cq9_qpn, mux(b2l(cq_pop = "01001"), cq10_qpn, mux(b2l(cq_pop = "01010"), cq11_qpn, mux(b2l(cq_pop = "01011"), cq12_qpn, mux(b2l(cq_pop = "01100"), cq13_qpn, mux(b2l(cq_pop = "01101"), cq14_qpn, mux(b2l(cq_pop = "01110"), cq15_qpn, cq1_qpn)))))))))))))));
         end if;
     end process;
 
     cq1_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_wr_id <= mux(cq1_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq2_wr_id, mux(b2l(cq_pop = x"2"), cq3_wr_id, mux(b2l(cq_pop = x"3"), cq4_wr_id, mux(b2l(cq_pop = x"4"), cq5_wr_id, mux(b2l(cq_pop = x"5"), cq6_wr_id, mux(b2l(cq_pop = x"6"), cq7_wr_id, cq1_wr_id)))))));
+            cq1_wr_id <= mux(cq1_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq2_wr_id, mux(b2l(cq_pop = "00010"), cq3_wr_id, mux(b2l(cq_pop = "00011"), cq4_wr_id, mux(b2l(cq_pop = "00100"), cq5_wr_id, mux(b2l(cq_pop = "00101"), cq6_wr_id, mux(b2l(cq_pop = "00110"), cq7_wr_id, mux(b2l(cq_pop = "00111"), cq8_wr_id, mux(b2l(cq_pop = "01000"), cq9_wr_id, mux(b2l(cq_pop = "01001"), cq10_wr_id, mux(b2l(cq_pop = "01010"), cq11_wr_id, mux(b2l(cq_pop = "01011"), cq12_wr_id, mux(b2l(cq_pop = "01100"), cq13_wr_id, mux(b2l(cq_pop = "01101"), cq14_wr_id, mux(b2l(cq_pop = "01110"), cq15_wr_id, cq1_wr_id)))))))))))))));
         end if;
     end process;
 
     cq1_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_op <= mux(cq1_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
+            cq1_op <= mux(cq1_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq2_op, mux(b2l(cq_pop = "00010"), cq3_op, mux(b2l(cq_pop = "00011"), cq4_op, mux(b2l(cq_pop = "00100"), cq5_op, mux(b2l(cq_pop = "00101"), cq6_op, mux(b2l(cq_pop = "00110"), cq7_op, mux(b2l(cq_pop = "00111"), cq8_op, mux(b2l(cq_pop = "01000"), cq9_op, mux(b2l(cq_pop = "01001"), cq10_op, mux(b2l(cq_pop = "01010"), cq11_op, mux(b2l(cq_pop = "01011"), cq12_op, mux(b2l(cq_pop = "01100"), cq13_op, mux(b2l(cq_pop = "01101"), cq14_op, mux(b2l(cq_pop = "01110"), cq15_op, cq1_op)))))))))))))));
         end if;
     end process;
 
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq2_len, mux(b2l(cq_pop = "00010"), cq3_len, mux(b2l(cq_pop = "00011"), cq4_len, mux(b2l(cq_pop = "00100"), cq5_len, mux(b2l(cq_pop = "00101"), cq6_len, mux(b2l(cq_pop = "00110"), cq7_len, mux(b2l(cq_pop = "00111"), cq8_len, mux(b2l(cq_pop = "01000"), cq9_len, mux(b2l(cq_pop = "01001"), cq10_len, mux(b2l(cq_pop = "01010"), cq11_len, mux(b2l(cq_pop = "01011"), cq12_len, mux(b2l(cq_pop = "01100"), cq13_len, mux(b2l(cq_pop = "01101"), cq14_len, mux(b2l(cq_pop = "01110"), cq15_len, cq1_len)))))))))))))));
         end if;
     end process;
 
     cq1_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_sq_ci <= mux(cq1_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq2_sq_ci, mux(b2l(cq_pop = x"2"), cq3_sq_ci, mux(b2l(cq_pop = x"3"), cq4_sq_ci, mux(b2l(cq_pop = x"4"), cq5_sq_ci, mux(b2l(cq_pop = x"5"), cq6_sq_ci, mux(b2l(cq_pop = x"6"), cq7_sq_ci, cq1_sq_ci)))))));
+            cq1_sq_ci <= mux(cq1_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq2_sq_ci, mux(b2l(cq_pop = "00010"), cq3_sq_ci, mux(b2l(cq_pop = "00011"), cq4_sq_ci, mux(b2l(cq_pop = "00100"), cq5_sq_ci, mux(b2l(cq_pop = "00101"), cq6_sq_ci, mux(b2l(cq_pop = "00110"), cq7_sq_ci, mux(b2l(cq_pop = "00111"), cq8_sq_ci, mux(b2l(cq_pop = "01000"), cq9_sq_ci, mux(b2l(cq_pop = "01001"), cq10_sq_ci, mux(b2l(cq_pop = "01010"), cq11_sq_ci, mux(b2l(cq_pop = "01011"), cq12_sq_ci, mux(b2l(cq_pop = "01100"), cq13_sq_ci, mux(b2l(cq_pop = "01101"), cq14_sq_ci, mux(b2l(cq_pop = "01110"), cq15_sq_ci, cq1_sq_ci)))))))))))))));
         end if;
     end process;
 
     cq1_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_txs_pi <= mux(cq1_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq2_txs_pi, mux(b2l(cq_pop = x"2"), cq3_txs_pi, mux(b2l(cq_pop = x"3"), cq4_txs_pi, mux(b2l(cq_pop = x"4"), cq5_txs_pi, mux(b2l(cq_pop = x"5"), cq6_txs_pi, mux(b2l(cq_pop = x"6"), cq7_txs_pi, cq1_txs_pi)))))));
+            cq1_txs_pi <= mux(cq1_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq2_txs_pi, mux(b2l(cq_pop = "00010"), cq3_txs_pi, mux(b2l(cq_pop = "00011"), cq4_txs_pi, mux(b2l(cq_pop = "00100"), cq5_txs_pi, mux(b2l(cq_pop = "00101"), cq6_txs_pi, mux(b2l(cq_pop = "00110"), cq7_txs_pi, mux(b2l(cq_pop = "00111"), cq8_txs_pi, mux(b2l(cq_pop = "01000"), cq9_txs_pi, mux(b2l(cq_pop = "01001"), cq10_txs_pi, mux(b2l(cq_pop = "01010"), cq11_txs_pi, mux(b2l(cq_pop = "01011"), cq12_txs_pi, mux(b2l(cq_pop = "01100"), cq13_txs_pi, mux(b2l(cq_pop = "01101"), cq14_txs_pi, mux(b2l(cq_pop = "01110"), cq15_txs_pi, cq1_txs_pi)))))))))))))));
         end if;
     end process;
 
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq2_noring, mux(b2l(cq_pop = "00010"), cq3_noring, mux(b2l(cq_pop = "00011"), cq4_noring, mux(b2l(cq_pop = "00100"), cq5_noring, mux(b2l(cq_pop = "00101"), cq6_noring, mux(b2l(cq_pop = "00110"), cq7_noring, mux(b2l(cq_pop = "00111"), cq8_noring, mux(b2l(cq_pop = "01000"), cq9_noring, mux(b2l(cq_pop = "01001"), cq10_noring, mux(b2l(cq_pop = "01010"), cq11_noring, mux(b2l(cq_pop = "01011"), cq12_noring, mux(b2l(cq_pop = "01100"), cq13_noring, mux(b2l(cq_pop = "01101"), cq14_noring, mux(b2l(cq_pop = "01110"), cq15_noring, cq1_noring)))))))))))))));
         end if;
     end process;
 
     cq1_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_flush <= mux(cq1_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
+            cq1_flush <= mux(cq1_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq2_flush, mux(b2l(cq_pop = "00010"), cq3_flush, mux(b2l(cq_pop = "00011"), cq4_flush, mux(b2l(cq_pop = "00100"), cq5_flush, mux(b2l(cq_pop = "00101"), cq6_flush, mux(b2l(cq_pop = "00110"), cq7_flush, mux(b2l(cq_pop = "00111"), cq8_flush, mux(b2l(cq_pop = "01000"), cq9_flush, mux(b2l(cq_pop = "01001"), cq10_flush, mux(b2l(cq_pop = "01010"), cq11_flush, mux(b2l(cq_pop = "01011"), cq12_flush, mux(b2l(cq_pop = "01100"), cq13_flush, mux(b2l(cq_pop = "01101"), cq14_flush, mux(b2l(cq_pop = "01110"), cq15_flush, cq1_flush)))))))))))))));
         end if;
     end process;
 
     cq1_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_prot <= mux(cq1_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
+            cq1_prot <= mux(cq1_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq2_prot, mux(b2l(cq_pop = "00010"), cq3_prot, mux(b2l(cq_pop = "00011"), cq4_prot, mux(b2l(cq_pop = "00100"), cq5_prot, mux(b2l(cq_pop = "00101"), cq6_prot, mux(b2l(cq_pop = "00110"), cq7_prot, mux(b2l(cq_pop = "00111"), cq8_prot, mux(b2l(cq_pop = "01000"), cq9_prot, mux(b2l(cq_pop = "01001"), cq10_prot, mux(b2l(cq_pop = "01010"), cq11_prot, mux(b2l(cq_pop = "01011"), cq12_prot, mux(b2l(cq_pop = "01100"), cq13_prot, mux(b2l(cq_pop = "01101"), cq14_prot, mux(b2l(cq_pop = "01110"), cq15_prot, cq1_prot)))))))))))))));
         end if;
     end process;
 
     cq1_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_rrd <= mux(cq1_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
+            cq1_rrd <= mux(cq1_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq2_rrd, mux(b2l(cq_pop = "00010"), cq3_rrd, mux(b2l(cq_pop = "00011"), cq4_rrd, mux(b2l(cq_pop = "00100"), cq5_rrd, mux(b2l(cq_pop = "00101"), cq6_rrd, mux(b2l(cq_pop = "00110"), cq7_rrd, mux(b2l(cq_pop = "00111"), cq8_rrd, mux(b2l(cq_pop = "01000"), cq9_rrd, mux(b2l(cq_pop = "01001"), cq10_rrd, mux(b2l(cq_pop = "01010"), cq11_rrd, mux(b2l(cq_pop = "01011"), cq12_rrd, mux(b2l(cq_pop = "01100"), cq13_rrd, mux(b2l(cq_pop = "01101"), cq14_rrd, mux(b2l(cq_pop = "01110"), cq15_rrd, cq1_rrd)))))))))))))));
         end if;
     end process;
 
     cq1_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_term <= mux(cq1_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq2_term, mux(b2l(cq_pop = x"2"), cq3_term, mux(b2l(cq_pop = x"3"), cq4_term, mux(b2l(cq_pop = x"4"), cq5_term, mux(b2l(cq_pop = x"5"), cq6_term, mux(b2l(cq_pop = x"6"), cq7_term, cq1_term)))))));
+            cq1_term <= mux(cq1_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq2_term, mux(b2l(cq_pop = "00010"), cq3_term, mux(b2l(cq_pop = "00011"), cq4_term, mux(b2l(cq_pop = "00100"), cq5_term, mux(b2l(cq_pop = "00101"), cq6_term, mux(b2l(cq_pop = "00110"), cq7_term, mux(b2l(cq_pop = "00111"), cq8_term, mux(b2l(cq_pop = "01000"), cq9_term, mux(b2l(cq_pop = "01001"), cq10_term, mux(b2l(cq_pop = "01010"), cq11_term, mux(b2l(cq_pop = "01011"), cq12_term, mux(b2l(cq_pop = "01100"), cq13_term, mux(b2l(cq_pop = "01101"), cq14_term, mux(b2l(cq_pop = "01110"), cq15_term, cq1_term)))))))))))))));
         end if;
     end process;
 
     cq1_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_blame <= mux(cq1_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq2_blame, mux(b2l(cq_pop = x"2"), cq3_blame, mux(b2l(cq_pop = x"3"), cq4_blame, mux(b2l(cq_pop = x"4"), cq5_blame, mux(b2l(cq_pop = x"5"), cq6_blame, mux(b2l(cq_pop = x"6"), cq7_blame, cq1_blame)))))));
+            cq1_blame <= mux(cq1_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq2_blame, mux(b2l(cq_pop = "00010"), cq3_blame, mux(b2l(cq_pop = "00011"), cq4_blame, mux(b2l(cq_pop = "00100"), cq5_blame, mux(b2l(cq_pop = "00101"), cq6_blame, mux(b2l(cq_pop = "00110"), cq7_blame, mux(b2l(cq_pop = "00111"), cq8_blame, mux(b2l(cq_pop = "01000"), cq9_blame, mux(b2l(cq_pop = "01001"), cq10_blame, mux(b2l(cq_pop = "01010"), cq11_blame, mux(b2l(cq_pop = "01011"), cq12_blame, mux(b2l(cq_pop = "01100"), cq13_blame, mux(b2l(cq_pop = "01101"), cq14_blame, mux(b2l(cq_pop = "01110"), cq15_blame, cq1_blame)))))))))))))));
         end if;
     end process;
 
     cq1_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
+            cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq2_mal, mux(b2l(cq_pop = "00010"), cq3_mal, mux(b2l(cq_pop = "00011"), cq4_mal, mux(b2l(cq_pop = "00100"), cq5_mal, mux(b2l(cq_pop = "00101"), cq6_mal, mux(b2l(cq_pop = "00110"), cq7_mal, mux(b2l(cq_pop = "00111"), cq8_mal, mux(b2l(cq_pop = "01000"), cq9_mal, mux(b2l(cq_pop = "01001"), cq10_mal, mux(b2l(cq_pop = "01010"), cq11_mal, mux(b2l(cq_pop = "01011"), cq12_mal, mux(b2l(cq_pop = "01100"), cq13_mal, mux(b2l(cq_pop = "01101"), cq14_mal, mux(b2l(cq_pop = "01110"), cq15_mal, cq1_mal)))))))))))))));
         end if;
     end process;
 
     cq1_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cut <= mux(cq1_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq2_cut, mux(b2l(cq_pop = x"2"), cq3_cut, mux(b2l(cq_pop = x"3"), cq4_cut, mux(b2l(cq_pop = x"4"), cq5_cut, mux(b2l(cq_pop = x"5"), cq6_cut, mux(b2l(cq_pop = x"6"), cq7_cut, cq1_cut)))))));
+            cq1_cut <= mux(cq1_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq2_cut, mux(b2l(cq_pop = "00010"), cq3_cut, mux(b2l(cq_pop = "00011"), cq4_cut, mux(b2l(cq_pop = "00100"), cq5_cut, mux(b2l(cq_pop = "00101"), cq6_cut, mux(b2l(cq_pop = "00110"), cq7_cut, mux(b2l(cq_pop = "00111"), cq8_cut, mux(b2l(cq_pop = "01000"), cq9_cut, mux(b2l(cq_pop = "01001"), cq10_cut, mux(b2l(cq_pop = "01010"), cq11_cut, mux(b2l(cq_pop = "01011"), cq12_cut, mux(b2l(cq_pop = "01100"), cq13_cut, mux(b2l(cq_pop = "01101"), cq14_cut, mux(b2l(cq_pop = "01110"), cq15_cut, cq1_cut)))))))))))))));
         end if;
     end process;
 
     cq1_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_wqe <= mux(cq1_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq2_wqe, mux(b2l(cq_pop = x"2"), cq3_wqe, mux(b2l(cq_pop = x"3"), cq4_wqe, mux(b2l(cq_pop = x"4"), cq5_wqe, mux(b2l(cq_pop = x"5"), cq6_wqe, mux(b2l(cq_pop = x"6"), cq7_wqe, cq1_wqe)))))));
+            cq1_wqe <= mux(cq1_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq2_wqe, mux(b2l(cq_pop = "00010"), cq3_wqe, mux(b2l(cq_pop = "00011"), cq4_wqe, mux(b2l(cq_pop = "00100"), cq5_wqe, mux(b2l(cq_pop = "00101"), cq6_wqe, mux(b2l(cq_pop = "00110"), cq7_wqe, mux(b2l(cq_pop = "00111"), cq8_wqe, mux(b2l(cq_pop = "01000"), cq9_wqe, mux(b2l(cq_pop = "01001"), cq10_wqe, mux(b2l(cq_pop = "01010"), cq11_wqe, mux(b2l(cq_pop = "01011"), cq12_wqe, mux(b2l(cq_pop = "01100"), cq13_wqe, mux(b2l(cq_pop = "01101"), cq14_wqe, mux(b2l(cq_pop = "01110"), cq15_wqe, cq1_wqe)))))))))))))));
         end if;
     end process;
 
     cq1_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_silent <= mux(cq1_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq2_silent, mux(b2l(cq_pop = x"2"), cq3_silent, mux(b2l(cq_pop = x"3"), cq4_silent, mux(b2l(cq_pop = x"4"), cq5_silent, mux(b2l(cq_pop = x"5"), cq6_silent, mux(b2l(cq_pop = x"6"), cq7_silent, cq1_silent)))))));
+            cq1_silent <= mux(cq1_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq2_silent, mux(b2l(cq_pop = "00010"), cq3_silent, mux(b2l(cq_pop = "00011"), cq4_silent, mux(b2l(cq_pop = "00100"), cq5_silent, mux(b2l(cq_pop = "00101"), cq6_silent, mux(b2l(cq_pop = "00110"), cq7_silent, mux(b2l(cq_pop = "00111"), cq8_silent, mux(b2l(cq_pop = "01000"), cq9_silent, mux(b2l(cq_pop = "01001"), cq10_silent, mux(b2l(cq_pop = "01010"), cq11_silent, mux(b2l(cq_pop = "01011"), cq12_silent, mux(b2l(cq_pop = "01100"), cq13_silent, mux(b2l(cq_pop = "01101"), cq14_silent, mux(b2l(cq_pop = "01110"), cq15_silent, cq1_silent)))))))))))))));
         end if;
     end process;
 
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq3_cqe, mux(b2l(cq_pop = "00010"), cq4_cqe, mux(b2l(cq_pop = "00011"), cq5_cqe, mux(b2l(cq_pop = "00100"), cq6_cqe, mux(b2l(cq_pop = "00101"), cq7_cqe, mux(b2l(cq_pop = "00110"), cq8_cqe, mux(b2l(cq_pop = "00111"), cq9_cqe, mux(b2l(cq_pop = "01000"), cq10_cqe, mux(b2l(cq_pop = "01001"), cq11_cqe, mux(b2l(cq_pop = "01010"), cq12_cqe, mux(b2l(cq_pop = "01011"), cq13_cqe, mux(b2l(cq_pop = "01100"), cq14_cqe, mux(b2l(cq_pop = "01101"), cq15_cqe, cq2_cqe))))))))))))));
         end if;
     end process;
 
     cq2_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cq <= mux(cq2_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq3_cq, mux(b2l(cq_pop = x"2"), cq4_cq, mux(b2l(cq_pop = x"3"), cq5_cq, mux(b2l(cq_pop = x"4"), cq6_cq, mux(b2l(cq_pop = x"5"), cq7_cq, cq2_cq))))));
+            cq2_cq <= mux(cq2_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq3_cq, mux(b2l(cq_pop = "00010"), cq4_cq, mux(b2l(cq_pop = "00011"), cq5_cq, mux(b2l(cq_pop = "00100"), cq6_cq, mux(b2l(cq_pop = "00101"), cq7_cq, mux(b2l(cq_pop = "00110"), cq8_cq, mux(b2l(cq_pop = "00111"), cq9_cq, mux(b2l(cq_pop = "01000"), cq10_cq, mux(b2l(cq_pop = "01001"), cq11_cq, mux(b2l(cq_pop = "01010"), cq12_cq, mux(b2l(cq_pop = "01011"), cq13_cq, mux(b2l(cq_pop = "01100"), cq14_cq, mux(b2l(cq_pop = "01101"), cq15_cq, cq2_cq))))))))))))));
         end if;
     end process;
 
     cq2_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_qpn <= mux(cq2_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq3_qpn, mux(b2l(cq_pop = x"2"), cq4_qpn, mux(b2l(cq_pop = x"3"), cq5_qpn, mux(b2l(cq_pop = x"4"), cq6_qpn, mux(b2l(cq_pop = x"5"), cq7_qpn, cq2_qpn))))));
+            cq2_qpn <= mux(cq2_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq3_qpn, mux(b2l(cq_pop = "00010"), cq4_qpn, mux(b2l(cq_pop = "00011"), cq5_qpn, mux(b2l(cq_pop = "00100"), cq6_qpn, mux(b2l(cq_pop = "00101"), cq7_qpn, mux(b2l(cq_pop = "00110"), cq8_qpn, mux(b2l(cq_pop = "00111"), cq9_qpn, mux(b2l(cq_pop = "01000"), cq10_qpn, mux(b2l(cq_pop = "01001"), cq11_qpn, mux(b2l(cq_pop = "01010"), cq12_qpn, mux(b2l(cq_pop = "01011"), cq13_qpn, mux(b2l(cq_pop = "01100"), cq14_qpn, mux(b2l(cq_pop = "01101"), cq15_qpn, cq2_qpn))))))))))))));
         end if;
     end process;
 
     cq2_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_wr_id <= mux(cq2_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq3_wr_id, mux(b2l(cq_pop = x"2"), cq4_wr_id, mux(b2l(cq_pop = x"3"), cq5_wr_id, mux(b2l(cq_pop = x"4"), cq6_wr_id, mux(b2l(cq_pop = x"5"), cq7_wr_id, cq2_wr_id))))));
+            cq2_wr_id <= mux(cq2_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq3_wr_id, mux(b2l(cq_pop = "00010"), cq4_wr_id, mux(b2l(cq_pop = "00011"), cq5_wr_id, mux(b2l(cq_pop = "00100"), cq6_wr_id, mux(b2l(cq_pop = "00101"), cq7_wr_id, mux(b2l(cq_pop = "00110"), cq8_wr_id, mux(b2l(cq_pop = "00111"), cq9_wr_id, mux(b2l(cq_pop = "01000"), cq10_wr_id, mux(b2l(cq_pop = "01001"), cq11_wr_id, mux(b2l(cq_pop = "01010"), cq12_wr_id, mux(b2l(cq_pop = "01011"), cq13_wr_id, mux(b2l(cq_pop = "01100"), cq14_wr_id, mux(b2l(cq_pop = "01101"), cq15_wr_id, cq2_wr_id))))))))))))));
         end if;
     end process;
 
     cq2_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_op <= mux(cq2_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
+            cq2_op <= mux(cq2_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq3_op, mux(b2l(cq_pop = "00010"), cq4_op, mux(b2l(cq_pop = "00011"), cq5_op, mux(b2l(cq_pop = "00100"), cq6_op, mux(b2l(cq_pop = "00101"), cq7_op, mux(b2l(cq_pop = "00110"), cq8_op, mux(b2l(cq_pop = "00111"), cq9_op, mux(b2l(cq_pop = "01000"), cq10_op, mux(b2l(cq_pop = "01001"), cq11_op, mux(b2l(cq_pop = "01010"), cq12_op, mux(b2l(cq_pop = "01011"), cq13_op, mux(b2l(cq_pop = "01100"), cq14_op, mux(b2l(cq_pop = "01101"), cq15_op, cq2_op))))))))))))));
         end if;
     end process;
 
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq3_len, mux(b2l(cq_pop = "00010"), cq4_len, mux(b2l(cq_pop = "00011"), cq5_len, mux(b2l(cq_pop = "00100"), cq6_len, mux(b2l(cq_pop = "00101"), cq7_len, mux(b2l(cq_pop = "00110"), cq8_len, mux(b2l(cq_pop = "00111"), cq9_len, mux(b2l(cq_pop = "01000"), cq10_len, mux(b2l(cq_pop = "01001"), cq11_len, mux(b2l(cq_pop = "01010"), cq12_len, mux(b2l(cq_pop = "01011"), cq13_len, mux(b2l(cq_pop = "01100"), cq14_len, mux(b2l(cq_pop = "01101"), cq15_len, cq2_len))))))))))))));
         end if;
     end process;
 
     cq2_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_sq_ci <= mux(cq2_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq3_sq_ci, mux(b2l(cq_pop = x"2"), cq4_sq_ci, mux(b2l(cq_pop = x"3"), cq5_sq_ci, mux(b2l(cq_pop = x"4"), cq6_sq_ci, mux(b2l(cq_pop = x"5"), cq7_sq_ci, cq2_sq_ci))))));
+            cq2_sq_ci <= mux(cq2_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq3_sq_ci, mux(b2l(cq_pop = "00010"), cq4_sq_ci, mux(b2l(cq_pop = "00011"), cq5_sq_ci, mux(b2l(cq_pop = "00100"), cq6_sq_ci, mux(b2l(cq_pop = "00101"), cq7_sq_ci, mux(b2l(cq_pop = "00110"), cq8_sq_ci, mux(b2l(cq_pop = "00111"), cq9_sq_ci, mux(b2l(cq_pop = "01000"), cq10_sq_ci, mux(b2l(cq_pop = "01001"), cq11_sq_ci, mux(b2l(cq_pop = "01010"), cq12_sq_ci, mux(b2l(cq_pop = "01011"), cq13_sq_ci, mux(b2l(cq_pop = "01100"), cq14_sq_ci, mux(b2l(cq_pop = "01101"), cq15_sq_ci, cq2_sq_ci))))))))))))));
         end if;
     end process;
 
     cq2_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_txs_pi <= mux(cq2_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq3_txs_pi, mux(b2l(cq_pop = x"2"), cq4_txs_pi, mux(b2l(cq_pop = x"3"), cq5_txs_pi, mux(b2l(cq_pop = x"4"), cq6_txs_pi, mux(b2l(cq_pop = x"5"), cq7_txs_pi, cq2_txs_pi))))));
+            cq2_txs_pi <= mux(cq2_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq3_txs_pi, mux(b2l(cq_pop = "00010"), cq4_txs_pi, mux(b2l(cq_pop = "00011"), cq5_txs_pi, mux(b2l(cq_pop = "00100"), cq6_txs_pi, mux(b2l(cq_pop = "00101"), cq7_txs_pi, mux(b2l(cq_pop = "00110"), cq8_txs_pi, mux(b2l(cq_pop = "00111"), cq9_txs_pi, mux(b2l(cq_pop = "01000"), cq10_txs_pi, mux(b2l(cq_pop = "01001"), cq11_txs_pi, mux(b2l(cq_pop = "01010"), cq12_txs_pi, mux(b2l(cq_pop = "01011"), cq13_txs_pi, mux(b2l(cq_pop = "01100"), cq14_txs_pi, mux(b2l(cq_pop = "01101"), cq15_txs_pi, cq2_txs_pi))))))))))))));
         end if;
     end process;
 
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq3_noring, mux(b2l(cq_pop = "00010"), cq4_noring, mux(b2l(cq_pop = "00011"), cq5_noring, mux(b2l(cq_pop = "00100"), cq6_noring, mux(b2l(cq_pop = "00101"), cq7_noring, mux(b2l(cq_pop = "00110"), cq8_noring, mux(b2l(cq_pop = "00111"), cq9_noring, mux(b2l(cq_pop = "01000"), cq10_noring, mux(b2l(cq_pop = "01001"), cq11_noring, mux(b2l(cq_pop = "01010"), cq12_noring, mux(b2l(cq_pop = "01011"), cq13_noring, mux(b2l(cq_pop = "01100"), cq14_noring, mux(b2l(cq_pop = "01101"), cq15_noring, cq2_noring))))))))))))));
         end if;
     end process;
 
     cq2_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_flush <= mux(cq2_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
+            cq2_flush <= mux(cq2_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq3_flush, mux(b2l(cq_pop = "00010"), cq4_flush, mux(b2l(cq_pop = "00011"), cq5_flush, mux(b2l(cq_pop = "00100"), cq6_flush, mux(b2l(cq_pop = "00101"), cq7_flush, mux(b2l(cq_pop = "00110"), cq8_flush, mux(b2l(cq_pop = "00111"), cq9_flush, mux(b2l(cq_pop = "01000"), cq10_flush, mux(b2l(cq_pop = "01001"), cq11_flush, mux(b2l(cq_pop = "01010"), cq12_flush, mux(b2l(cq_pop = "01011"), cq13_flush, mux(b2l(cq_pop = "01100"), cq14_flush, mux(b2l(cq_pop = "01101"), cq15_flush, cq2_flush))))))))))))));
         end if;
     end process;
 
     cq2_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_prot <= mux(cq2_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
+            cq2_prot <= mux(cq2_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq3_prot, mux(b2l(cq_pop = "00010"), cq4_prot, mux(b2l(cq_pop = "00011"), cq5_prot, mux(b2l(cq_pop = "00100"), cq6_prot, mux(b2l(cq_pop = "00101"), cq7_prot, mux(b2l(cq_pop = "00110"), cq8_prot, mux(b2l(cq_pop = "00111"), cq9_prot, mux(b2l(cq_pop = "01000"), cq10_prot, mux(b2l(cq_pop = "01001"), cq11_prot, mux(b2l(cq_pop = "01010"), cq12_prot, mux(b2l(cq_pop = "01011"), cq13_prot, mux(b2l(cq_pop = "01100"), cq14_prot, mux(b2l(cq_pop = "01101"), cq15_prot, cq2_prot))))))))))))));
         end if;
     end process;
 
     cq2_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_rrd <= mux(cq2_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
+            cq2_rrd <= mux(cq2_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq3_rrd, mux(b2l(cq_pop = "00010"), cq4_rrd, mux(b2l(cq_pop = "00011"), cq5_rrd, mux(b2l(cq_pop = "00100"), cq6_rrd, mux(b2l(cq_pop = "00101"), cq7_rrd, mux(b2l(cq_pop = "00110"), cq8_rrd, mux(b2l(cq_pop = "00111"), cq9_rrd, mux(b2l(cq_pop = "01000"), cq10_rrd, mux(b2l(cq_pop = "01001"), cq11_rrd, mux(b2l(cq_pop = "01010"), cq12_rrd, mux(b2l(cq_pop = "01011"), cq13_rrd, mux(b2l(cq_pop = "01100"), cq14_rrd, mux(b2l(cq_pop = "01101"), cq15_rrd, cq2_rrd))))))))))))));
         end if;
     end process;
 
     cq2_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_term <= mux(cq2_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq3_term, mux(b2l(cq_pop = x"2"), cq4_term, mux(b2l(cq_pop = x"3"), cq5_term, mux(b2l(cq_pop = x"4"), cq6_term, mux(b2l(cq_pop = x"5"), cq7_term, cq2_term))))));
+            cq2_term <= mux(cq2_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq3_term, mux(b2l(cq_pop = "00010"), cq4_term, mux(b2l(cq_pop = "00011"), cq5_term, mux(b2l(cq_pop = "00100"), cq6_term, mux(b2l(cq_pop = "00101"), cq7_term, mux(b2l(cq_pop = "00110"), cq8_term, mux(b2l(cq_pop = "00111"), cq9_term, mux(b2l(cq_pop = "01000"), cq10_term, mux(b2l(cq_pop = "01001"), cq11_term, mux(b2l(cq_pop = "01010"), cq12_term, mux(b2l(cq_pop = "01011"), cq13_term, mux(b2l(cq_pop = "01100"), cq14_term, mux(b2l(cq_pop = "01101"), cq15_term, cq2_term))))))))))))));
         end if;
     end process;
 
     cq2_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_blame <= mux(cq2_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq3_blame, mux(b2l(cq_pop = x"2"), cq4_blame, mux(b2l(cq_pop = x"3"), cq5_blame, mux(b2l(cq_pop = x"4"), cq6_blame, mux(b2l(cq_pop = x"5"), cq7_blame, cq2_blame))))));
+            cq2_blame <= mux(cq2_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq3_blame, mux(b2l(cq_pop = "00010"), cq4_blame, mux(b2l(cq_pop = "00011"), cq5_blame, mux(b2l(cq_pop = "00100"), cq6_blame, mux(b2l(cq_pop = "00101"), cq7_blame, mux(b2l(cq_pop = "00110"), cq8_blame, mux(b2l(cq_pop = "00111"), cq9_blame, mux(b2l(cq_pop = "01000"), cq10_blame, mux(b2l(cq_pop = "01001"), cq11_blame, mux(b2l(cq_pop = "01010"), cq12_blame, mux(b2l(cq_pop = "01011"), cq13_blame, mux(b2l(cq_pop = "01100"), cq14_blame, mux(b2l(cq_pop = "01101"), cq15_blame, cq2_blame))))))))))))));
         end if;
     end process;
 
     cq2_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
+            cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq3_mal, mux(b2l(cq_pop = "00010"), cq4_mal, mux(b2l(cq_pop = "00011"), cq5_mal, mux(b2l(cq_pop = "00100"), cq6_mal, mux(b2l(cq_pop = "00101"), cq7_mal, mux(b2l(cq_pop = "00110"), cq8_mal, mux(b2l(cq_pop = "00111"), cq9_mal, mux(b2l(cq_pop = "01000"), cq10_mal, mux(b2l(cq_pop = "01001"), cq11_mal, mux(b2l(cq_pop = "01010"), cq12_mal, mux(b2l(cq_pop = "01011"), cq13_mal, mux(b2l(cq_pop = "01100"), cq14_mal, mux(b2l(cq_pop = "01101"), cq15_mal, cq2_mal))))))))))))));
         end if;
     end process;
 
     cq2_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cut <= mux(cq2_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq3_cut, mux(b2l(cq_pop = x"2"), cq4_cut, mux(b2l(cq_pop = x"3"), cq5_cut, mux(b2l(cq_pop = x"4"), cq6_cut, mux(b2l(cq_pop = x"5"), cq7_cut, cq2_cut))))));
+            cq2_cut <= mux(cq2_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq3_cut, mux(b2l(cq_pop = "00010"), cq4_cut, mux(b2l(cq_pop = "00011"), cq5_cut, mux(b2l(cq_pop = "00100"), cq6_cut, mux(b2l(cq_pop = "00101"), cq7_cut, mux(b2l(cq_pop = "00110"), cq8_cut, mux(b2l(cq_pop = "00111"), cq9_cut, mux(b2l(cq_pop = "01000"), cq10_cut, mux(b2l(cq_pop = "01001"), cq11_cut, mux(b2l(cq_pop = "01010"), cq12_cut, mux(b2l(cq_pop = "01011"), cq13_cut, mux(b2l(cq_pop = "01100"), cq14_cut, mux(b2l(cq_pop = "01101"), cq15_cut, cq2_cut))))))))))))));
         end if;
     end process;
 
     cq2_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_wqe <= mux(cq2_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq3_wqe, mux(b2l(cq_pop = x"2"), cq4_wqe, mux(b2l(cq_pop = x"3"), cq5_wqe, mux(b2l(cq_pop = x"4"), cq6_wqe, mux(b2l(cq_pop = x"5"), cq7_wqe, cq2_wqe))))));
+            cq2_wqe <= mux(cq2_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq3_wqe, mux(b2l(cq_pop = "00010"), cq4_wqe, mux(b2l(cq_pop = "00011"), cq5_wqe, mux(b2l(cq_pop = "00100"), cq6_wqe, mux(b2l(cq_pop = "00101"), cq7_wqe, mux(b2l(cq_pop = "00110"), cq8_wqe, mux(b2l(cq_pop = "00111"), cq9_wqe, mux(b2l(cq_pop = "01000"), cq10_wqe, mux(b2l(cq_pop = "01001"), cq11_wqe, mux(b2l(cq_pop = "01010"), cq12_wqe, mux(b2l(cq_pop = "01011"), cq13_wqe, mux(b2l(cq_pop = "01100"), cq14_wqe, mux(b2l(cq_pop = "01101"), cq15_wqe, cq2_wqe))))))))))))));
         end if;
     end process;
 
     cq2_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_silent <= mux(cq2_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq3_silent, mux(b2l(cq_pop = x"2"), cq4_silent, mux(b2l(cq_pop = x"3"), cq5_silent, mux(b2l(cq_pop = x"4"), cq6_silent, mux(b2l(cq_pop = x"5"), cq7_silent, cq2_silent))))));
+            cq2_silent <= mux(cq2_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq3_silent, mux(b2l(cq_pop = "00010"), cq4_silent, mux(b2l(cq_pop = "00011"), cq5_silent, mux(b2l(cq_pop = "00100"), cq6_silent, mux(b2l(cq_pop = "00101"), cq7_silent, mux(b2l(cq_pop = "00110"), cq8_silent, mux(b2l(cq_pop = "00111"), cq9_silent, mux(b2l(cq_pop = "01000"), cq10_silent, mux(b2l(cq_pop = "01001"), cq11_silent, mux(b2l(cq_pop = "01010"), cq12_silent, mux(b2l(cq_pop = "01011"), cq13_silent, mux(b2l(cq_pop = "01100"), cq14_silent, mux(b2l(cq_pop = "01101"), cq15_silent, cq2_silent))))))))))))));
         end if;
     end process;
 
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq4_cqe, mux(b2l(cq_pop = "00010"), cq5_cqe, mux(b2l(cq_pop = "00011"), cq6_cqe, mux(b2l(cq_pop = "00100"), cq7_cqe, mux(b2l(cq_pop = "00101"), cq8_cqe, mux(b2l(cq_pop = "00110"), cq9_cqe, mux(b2l(cq_pop = "00111"), cq10_cqe, mux(b2l(cq_pop = "01000"), cq11_cqe, mux(b2l(cq_pop = "01001"), cq12_cqe, mux(b2l(cq_pop = "01010"), cq13_cqe, mux(b2l(cq_pop = "01011"), cq14_cqe, mux(b2l(cq_pop = "01100"), cq15_cqe, cq3_cqe)))))))))))));
         end if;
     end process;
 
     cq3_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cq <= mux(cq3_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq4_cq, mux(b2l(cq_pop = x"2"), cq5_cq, mux(b2l(cq_pop = x"3"), cq6_cq, mux(b2l(cq_pop = x"4"), cq7_cq, cq3_cq)))));
+            cq3_cq <= mux(cq3_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq4_cq, mux(b2l(cq_pop = "00010"), cq5_cq, mux(b2l(cq_pop = "00011"), cq6_cq, mux(b2l(cq_pop = "00100"), cq7_cq, mux(b2l(cq_pop = "00101"), cq8_cq, mux(b2l(cq_pop = "00110"), cq9_cq, mux(b2l(cq_pop = "00111"), cq10_cq, mux(b2l(cq_pop = "01000"), cq11_cq, mux(b2l(cq_pop = "01001"), cq12_cq, mux(b2l(cq_pop = "01010"), cq13_cq, mux(b2l(cq_pop = "01011"), cq14_cq, mux(b2l(cq_pop = "01100"), cq15_cq, cq3_cq)))))))))))));
         end if;
     end process;
 
     cq3_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_qpn <= mux(cq3_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq4_qpn, mux(b2l(cq_pop = x"2"), cq5_qpn, mux(b2l(cq_pop = x"3"), cq6_qpn, mux(b2l(cq_pop = x"4"), cq7_qpn, cq3_qpn)))));
+            cq3_qpn <= mux(cq3_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq4_qpn, mux(b2l(cq_pop = "00010"), cq5_qpn, mux(b2l(cq_pop = "00011"), cq6_qpn, mux(b2l(cq_pop = "00100"), cq7_qpn, mux(b2l(cq_pop = "00101"), cq8_qpn, mux(b2l(cq_pop = "00110"), cq9_qpn, mux(b2l(cq_pop = "00111"), cq10_qpn, mux(b2l(cq_pop = "01000"), cq11_qpn, mux(b2l(cq_pop = "01001"), cq12_qpn, mux(b2l(cq_pop = "01010"), cq13_qpn, mux(b2l(cq_pop = "01011"), cq14_qpn, mux(b2l(cq_pop = "01100"), cq15_qpn, cq3_qpn)))))))))))));
         end if;
     end process;
 
     cq3_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_wr_id <= mux(cq3_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq4_wr_id, mux(b2l(cq_pop = x"2"), cq5_wr_id, mux(b2l(cq_pop = x"3"), cq6_wr_id, mux(b2l(cq_pop = x"4"), cq7_wr_id, cq3_wr_id)))));
+            cq3_wr_id <= mux(cq3_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq4_wr_id, mux(b2l(cq_pop = "00010"), cq5_wr_id, mux(b2l(cq_pop = "00011"), cq6_wr_id, mux(b2l(cq_pop = "00100"), cq7_wr_id, mux(b2l(cq_pop = "00101"), cq8_wr_id, mux(b2l(cq_pop = "00110"), cq9_wr_id, mux(b2l(cq_pop = "00111"), cq10_wr_id, mux(b2l(cq_pop = "01000"), cq11_wr_id, mux(b2l(cq_pop = "01001"), cq12_wr_id, mux(b2l(cq_pop = "01010"), cq13_wr_id, mux(b2l(cq_pop = "01011"), cq14_wr_id, mux(b2l(cq_pop = "01100"), cq15_wr_id, cq3_wr_id)))))))))))));
         end if;
     end process;
 
     cq3_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_op <= mux(cq3_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
+            cq3_op <= mux(cq3_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq4_op, mux(b2l(cq_pop = "00010"), cq5_op, mux(b2l(cq_pop = "00011"), cq6_op, mux(b2l(cq_pop = "00100"), cq7_op, mux(b2l(cq_pop = "00101"), cq8_op, mux(b2l(cq_pop = "00110"), cq9_op, mux(b2l(cq_pop = "00111"), cq10_op, mux(b2l(cq_pop = "01000"), cq11_op, mux(b2l(cq_pop = "01001"), cq12_op, mux(b2l(cq_pop = "01010"), cq13_op, mux(b2l(cq_pop = "01011"), cq14_op, mux(b2l(cq_pop = "01100"), cq15_op, cq3_op)))))))))))));
         end if;
     end process;
 
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq4_len, mux(b2l(cq_pop = "00010"), cq5_len, mux(b2l(cq_pop = "00011"), cq6_len, mux(b2l(cq_pop = "00100"), cq7_len, mux(b2l(cq_pop = "00101"), cq8_len, mux(b2l(cq_pop = "00110"), cq9_len, mux(b2l(cq_pop = "00111"), cq10_len, mux(b2l(cq_pop = "01000"), cq11_len, mux(b2l(cq_pop = "01001"), cq12_len, mux(b2l(cq_pop = "01010"), cq13_len, mux(b2l(cq_pop = "01011"), cq14_len, mux(b2l(cq_pop = "01100"), cq15_len, cq3_len)))))))))))));
         end if;
     end process;
 
     cq3_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_sq_ci <= mux(cq3_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq4_sq_ci, mux(b2l(cq_pop = x"2"), cq5_sq_ci, mux(b2l(cq_pop = x"3"), cq6_sq_ci, mux(b2l(cq_pop = x"4"), cq7_sq_ci, cq3_sq_ci)))));
+            cq3_sq_ci <= mux(cq3_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq4_sq_ci, mux(b2l(cq_pop = "00010"), cq5_sq_ci, mux(b2l(cq_pop = "00011"), cq6_sq_ci, mux(b2l(cq_pop = "00100"), cq7_sq_ci, mux(b2l(cq_pop = "00101"), cq8_sq_ci, mux(b2l(cq_pop = "00110"), cq9_sq_ci, mux(b2l(cq_pop = "00111"), cq10_sq_ci, mux(b2l(cq_pop = "01000"), cq11_sq_ci, mux(b2l(cq_pop = "01001"), cq12_sq_ci, mux(b2l(cq_pop = "01010"), cq13_sq_ci, mux(b2l(cq_pop = "01011"), cq14_sq_ci, mux(b2l(cq_pop = "01100"), cq15_sq_ci, cq3_sq_ci)))))))))))));
         end if;
     end process;
 
     cq3_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_txs_pi <= mux(cq3_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq4_txs_pi, mux(b2l(cq_pop = x"2"), cq5_txs_pi, mux(b2l(cq_pop = x"3"), cq6_txs_pi, mux(b2l(cq_pop = x"4"), cq7_txs_pi, cq3_txs_pi)))));
+            cq3_txs_pi <= mux(cq3_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq4_txs_pi, mux(b2l(cq_pop = "00010"), cq5_txs_pi, mux(b2l(cq_pop = "00011"), cq6_txs_pi, mux(b2l(cq_pop = "00100"), cq7_txs_pi, mux(b2l(cq_pop = "00101"), cq8_txs_pi, mux(b2l(cq_pop = "00110"), cq9_txs_pi, mux(b2l(cq_pop = "00111"), cq10_txs_pi, mux(b2l(cq_pop = "01000"), cq11_txs_pi, mux(b2l(cq_pop = "01001"), cq12_txs_pi, mux(b2l(cq_pop = "01010"), cq13_txs_pi, mux(b2l(cq_pop = "01011"), cq14_txs_pi, mux(b2l(cq_pop = "01100"), cq15_txs_pi, cq3_txs_pi)))))))))))));
         end if;
     end process;
 
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq4_noring, mux(b2l(cq_pop = "00010"), cq5_noring, mux(b2l(cq_pop = "00011"), cq6_noring, mux(b2l(cq_pop = "00100"), cq7_noring, mux(b2l(cq_pop = "00101"), cq8_noring, mux(b2l(cq_pop = "00110"), cq9_noring, mux(b2l(cq_pop = "00111"), cq10_noring, mux(b2l(cq_pop = "01000"), cq11_noring, mux(b2l(cq_pop = "01001"), cq12_noring, mux(b2l(cq_pop = "01010"), cq13_noring, mux(b2l(cq_pop = "01011"), cq14_noring, mux(b2l(cq_pop = "01100"), cq15_noring, cq3_noring)))))))))))));
         end if;
     end process;
 
     cq3_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_flush <= mux(cq3_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
+            cq3_flush <= mux(cq3_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq4_flush, mux(b2l(cq_pop = "00010"), cq5_flush, mux(b2l(cq_pop = "00011"), cq6_flush, mux(b2l(cq_pop = "00100"), cq7_flush, mux(b2l(cq_pop = "00101"), cq8_flush, mux(b2l(cq_pop = "00110"), cq9_flush, mux(b2l(cq_pop = "00111"), cq10_flush, mux(b2l(cq_pop = "01000"), cq11_flush, mux(b2l(cq_pop = "01001"), cq12_flush, mux(b2l(cq_pop = "01010"), cq13_flush, mux(b2l(cq_pop = "01011"), cq14_flush, mux(b2l(cq_pop = "01100"), cq15_flush, cq3_flush)))))))))))));
         end if;
     end process;
 
     cq3_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_prot <= mux(cq3_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
+            cq3_prot <= mux(cq3_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq4_prot, mux(b2l(cq_pop = "00010"), cq5_prot, mux(b2l(cq_pop = "00011"), cq6_prot, mux(b2l(cq_pop = "00100"), cq7_prot, mux(b2l(cq_pop = "00101"), cq8_prot, mux(b2l(cq_pop = "00110"), cq9_prot, mux(b2l(cq_pop = "00111"), cq10_prot, mux(b2l(cq_pop = "01000"), cq11_prot, mux(b2l(cq_pop = "01001"), cq12_prot, mux(b2l(cq_pop = "01010"), cq13_prot, mux(b2l(cq_pop = "01011"), cq14_prot, mux(b2l(cq_pop = "01100"), cq15_prot, cq3_prot)))))))))))));
         end if;
     end process;
 
     cq3_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_rrd <= mux(cq3_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
+            cq3_rrd <= mux(cq3_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq4_rrd, mux(b2l(cq_pop = "00010"), cq5_rrd, mux(b2l(cq_pop = "00011"), cq6_rrd, mux(b2l(cq_pop = "00100"), cq7_rrd, mux(b2l(cq_pop = "00101"), cq8_rrd, mux(b2l(cq_pop = "00110"), cq9_rrd, mux(b2l(cq_pop = "00111"), cq10_rrd, mux(b2l(cq_pop = "01000"), cq11_rrd, mux(b2l(cq_pop = "01001"), cq12_rrd, mux(b2l(cq_pop = "01010"), cq13_rrd, mux(b2l(cq_pop = "01011"), cq14_rrd, mux(b2l(cq_pop = "01100"), cq15_rrd, cq3_rrd)))))))))))));
         end if;
     end process;
 
     cq3_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_term <= mux(cq3_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq4_term, mux(b2l(cq_pop = x"2"), cq5_term, mux(b2l(cq_pop = x"3"), cq6_term, mux(b2l(cq_pop = x"4"), cq7_term, cq3_term)))));
+            cq3_term <= mux(cq3_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq4_term, mux(b2l(cq_pop = "00010"), cq5_term, mux(b2l(cq_pop = "00011"), cq6_term, mux(b2l(cq_pop = "00100"), cq7_term, mux(b2l(cq_pop = "00101"), cq8_term, mux(b2l(cq_pop = "00110"), cq9_term, mux(b2l(cq_pop = "00111"), cq10_term, mux(b2l(cq_pop = "01000"), cq11_term, mux(b2l(cq_pop = "01001"), cq12_term, mux(b2l(cq_pop = "01010"), cq13_term, mux(b2l(cq_pop = "01011"), cq14_term, mux(b2l(cq_pop = "01100"), cq15_term, cq3_term)))))))))))));
         end if;
     end process;
 
     cq3_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_blame <= mux(cq3_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq4_blame, mux(b2l(cq_pop = x"2"), cq5_blame, mux(b2l(cq_pop = x"3"), cq6_blame, mux(b2l(cq_pop = x"4"), cq7_blame, cq3_blame)))));
+            cq3_blame <= mux(cq3_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq4_blame, mux(b2l(cq_pop = "00010"), cq5_blame, mux(b2l(cq_pop = "00011"), cq6_blame, mux(b2l(cq_pop = "00100"), cq7_blame, mux(b2l(cq_pop = "00101"), cq8_blame, mux(b2l(cq_pop = "00110"), cq9_blame, mux(b2l(cq_pop = "00111"), cq10_blame, mux(b2l(cq_pop = "01000"), cq11_blame, mux(b2l(cq_pop = "01001"), cq12_blame, mux(b2l(cq_pop = "01010"), cq13_blame, mux(b2l(cq_pop = "01011"), cq14_blame, mux(b2l(cq_pop = "01100"), cq15_blame, cq3_blame)))))))))))));
         end if;
     end process;
 
     cq3_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
+            cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq4_mal, mux(b2l(cq_pop = "00010"), cq5_mal, mux(b2l(cq_pop = "00011"), cq6_mal, mux(b2l(cq_pop = "00100"), cq7_mal, mux(b2l(cq_pop = "00101"), cq8_mal, mux(b2l(cq_pop = "00110"), cq9_mal, mux(b2l(cq_pop = "00111"), cq10_mal, mux(b2l(cq_pop = "01000"), cq11_mal, mux(b2l(cq_pop = "01001"), cq12_mal, mux(b2l(cq_pop = "01010"), cq13_mal, mux(b2l(cq_pop = "01011"), cq14_mal, mux(b2l(cq_pop = "01100"), cq15_mal, cq3_mal)))))))))))));
         end if;
     end process;
 
     cq3_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cut <= mux(cq3_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq4_cut, mux(b2l(cq_pop = x"2"), cq5_cut, mux(b2l(cq_pop = x"3"), cq6_cut, mux(b2l(cq_pop = x"4"), cq7_cut, cq3_cut)))));
+            cq3_cut <= mux(cq3_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq4_cut, mux(b2l(cq_pop = "00010"), cq5_cut, mux(b2l(cq_pop = "00011"), cq6_cut, mux(b2l(cq_pop = "00100"), cq7_cut, mux(b2l(cq_pop = "00101"), cq8_cut, mux(b2l(cq_pop = "00110"), cq9_cut, mux(b2l(cq_pop = "00111"), cq10_cut, mux(b2l(cq_pop = "01000"), cq11_cut, mux(b2l(cq_pop = "01001"), cq12_cut, mux(b2l(cq_pop = "01010"), cq13_cut, mux(b2l(cq_pop = "01011"), cq14_cut, mux(b2l(cq_pop = "01100"), cq15_cut, cq3_cut)))))))))))));
         end if;
     end process;
 
     cq3_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_wqe <= mux(cq3_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq4_wqe, mux(b2l(cq_pop = x"2"), cq5_wqe, mux(b2l(cq_pop = x"3"), cq6_wqe, mux(b2l(cq_pop = x"4"), cq7_wqe, cq3_wqe)))));
+            cq3_wqe <= mux(cq3_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq4_wqe, mux(b2l(cq_pop = "00010"), cq5_wqe, mux(b2l(cq_pop = "00011"), cq6_wqe, mux(b2l(cq_pop = "00100"), cq7_wqe, mux(b2l(cq_pop = "00101"), cq8_wqe, mux(b2l(cq_pop = "00110"), cq9_wqe, mux(b2l(cq_pop = "00111"), cq10_wqe, mux(b2l(cq_pop = "01000"), cq11_wqe, mux(b2l(cq_pop = "01001"), cq12_wqe, mux(b2l(cq_pop = "01010"), cq13_wqe, mux(b2l(cq_pop = "01011"), cq14_wqe, mux(b2l(cq_pop = "01100"), cq15_wqe, cq3_wqe)))))))))))));
         end if;
     end process;
 
     cq3_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_silent <= mux(cq3_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq4_silent, mux(b2l(cq_pop = x"2"), cq5_silent, mux(b2l(cq_pop = x"3"), cq6_silent, mux(b2l(cq_pop = x"4"), cq7_silent, cq3_silent)))));
+            cq3_silent <= mux(cq3_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq4_silent, mux(b2l(cq_pop = "00010"), cq5_silent, mux(b2l(cq_pop = "00011"), cq6_silent, mux(b2l(cq_pop = "00100"), cq7_silent, mux(b2l(cq_pop = "00101"), cq8_silent, mux(b2l(cq_pop = "00110"), cq9_silent, mux(b2l(cq_pop = "00111"), cq10_silent, mux(b2l(cq_pop = "01000"), cq11_silent, mux(b2l(cq_pop = "01001"), cq12_silent, mux(b2l(cq_pop = "01010"), cq13_silent, mux(b2l(cq_pop = "01011"), cq14_silent, mux(b2l(cq_pop = "01100"), cq15_silent, cq3_silent)))))))))))));
         end if;
     end process;
 
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq5_cqe, mux(b2l(cq_pop = "00010"), cq6_cqe, mux(b2l(cq_pop = "00011"), cq7_cqe, mux(b2l(cq_pop = "00100"), cq8_cqe, mux(b2l(cq_pop = "00101"), cq9_cqe, mux(b2l(cq_pop = "00110"), cq10_cqe, mux(b2l(cq_pop = "00111"), cq11_cqe, mux(b2l(cq_pop = "01000"), cq12_cqe, mux(b2l(cq_pop = "01001"), cq13_cqe, mux(b2l(cq_pop = "01010"), cq14_cqe, mux(b2l(cq_pop = "01011"), cq15_cqe, cq4_cqe))))))))))));
         end if;
     end process;
 
     cq4_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cq <= mux(cq4_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq5_cq, mux(b2l(cq_pop = x"2"), cq6_cq, mux(b2l(cq_pop = x"3"), cq7_cq, cq4_cq))));
+            cq4_cq <= mux(cq4_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq5_cq, mux(b2l(cq_pop = "00010"), cq6_cq, mux(b2l(cq_pop = "00011"), cq7_cq, mux(b2l(cq_pop = "00100"), cq8_cq, mux(b2l(cq_pop = "00101"), cq9_cq, mux(b2l(cq_pop = "00110"), cq10_cq, mux(b2l(cq_pop = "00111"), cq11_cq, mux(b2l(cq_pop = "01000"), cq12_cq, mux(b2l(cq_pop = "01001"), cq13_cq, mux(b2l(cq_pop = "01010"), cq14_cq, mux(b2l(cq_pop = "01011"), cq15_cq, cq4_cq))))))))))));
         end if;
     end process;
 
     cq4_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_qpn <= mux(cq4_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq5_qpn, mux(b2l(cq_pop = x"2"), cq6_qpn, mux(b2l(cq_pop = x"3"), cq7_qpn, cq4_qpn))));
+            cq4_qpn <= mux(cq4_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq5_qpn, mux(b2l(cq_pop = "00010"), cq6_qpn, mux(b2l(cq_pop = "00011"), cq7_qpn, mux(b2l(cq_pop = "00100"), cq8_qpn, mux(b2l(cq_pop = "00101"), cq9_qpn, mux(b2l(cq_pop = "00110"), cq10_qpn, mux(b2l(cq_pop = "00111"), cq11_qpn, mux(b2l(cq_pop = "01000"), cq12_qpn, mux(b2l(cq_pop = "01001"), cq13_qpn, mux(b2l(cq_pop = "01010"), cq14_qpn, mux(b2l(cq_pop = "01011"), cq15_qpn, cq4_qpn))))))))))));
         end if;
     end process;
 
     cq4_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_wr_id <= mux(cq4_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq5_wr_id, mux(b2l(cq_pop = x"2"), cq6_wr_id, mux(b2l(cq_pop = x"3"), cq7_wr_id, cq4_wr_id))));
+            cq4_wr_id <= mux(cq4_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq5_wr_id, mux(b2l(cq_pop = "00010"), cq6_wr_id, mux(b2l(cq_pop = "00011"), cq7_wr_id, mux(b2l(cq_pop = "00100"), cq8_wr_id, mux(b2l(cq_pop = "00101"), cq9_wr_id, mux(b2l(cq_pop = "00110"), cq10_wr_id, mux(b2l(cq_pop = "00111"), cq11_wr_id, mux(b2l(cq_pop = "01000"), cq12_wr_id, mux(b2l(cq_pop = "01001"), cq13_wr_id, mux(b2l(cq_pop = "01010"), cq14_wr_id, mux(b2l(cq_pop = "01011"), cq15_wr_id, cq4_wr_id))))))))))));
         end if;
     end process;
 
     cq4_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_op <= mux(cq4_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
+            cq4_op <= mux(cq4_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq5_op, mux(b2l(cq_pop = "00010"), cq6_op, mux(b2l(cq_pop = "00011"), cq7_op, mux(b2l(cq_pop = "00100"), cq8_op, mux(b2l(cq_pop = "00101"), cq9_op, mux(b2l(cq_pop = "00110"), cq10_op, mux(b2l(cq_pop = "00111"), cq11_op, mux(b2l(cq_pop = "01000"), cq12_op, mux(b2l(cq_pop = "01001"), cq13_op, mux(b2l(cq_pop = "01010"), cq14_op, mux(b2l(cq_pop = "01011"), cq15_op, cq4_op))))))))))));
         end if;
     end process;
 
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq5_len, mux(b2l(cq_pop = "00010"), cq6_len, mux(b2l(cq_pop = "00011"), cq7_len, mux(b2l(cq_pop = "00100"), cq8_len, mux(b2l(cq_pop = "00101"), cq9_len, mux(b2l(cq_pop = "00110"), cq10_len, mux(b2l(cq_pop = "00111"), cq11_len, mux(b2l(cq_pop = "01000"), cq12_len, mux(b2l(cq_pop = "01001"), cq13_len, mux(b2l(cq_pop = "01010"), cq14_len, mux(b2l(cq_pop = "01011"), cq15_len, cq4_len))))))))))));
         end if;
     end process;
 
     cq4_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_sq_ci <= mux(cq4_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq5_sq_ci, mux(b2l(cq_pop = x"2"), cq6_sq_ci, mux(b2l(cq_pop = x"3"), cq7_sq_ci, cq4_sq_ci))));
+            cq4_sq_ci <= mux(cq4_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq5_sq_ci, mux(b2l(cq_pop = "00010"), cq6_sq_ci, mux(b2l(cq_pop = "00011"), cq7_sq_ci, mux(b2l(cq_pop = "00100"), cq8_sq_ci, mux(b2l(cq_pop = "00101"), cq9_sq_ci, mux(b2l(cq_pop = "00110"), cq10_sq_ci, mux(b2l(cq_pop = "00111"), cq11_sq_ci, mux(b2l(cq_pop = "01000"), cq12_sq_ci, mux(b2l(cq_pop = "01001"), cq13_sq_ci, mux(b2l(cq_pop = "01010"), cq14_sq_ci, mux(b2l(cq_pop = "01011"), cq15_sq_ci, cq4_sq_ci))))))))))));
         end if;
     end process;
 
     cq4_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_txs_pi <= mux(cq4_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq5_txs_pi, mux(b2l(cq_pop = x"2"), cq6_txs_pi, mux(b2l(cq_pop = x"3"), cq7_txs_pi, cq4_txs_pi))));
+            cq4_txs_pi <= mux(cq4_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq5_txs_pi, mux(b2l(cq_pop = "00010"), cq6_txs_pi, mux(b2l(cq_pop = "00011"), cq7_txs_pi, mux(b2l(cq_pop = "00100"), cq8_txs_pi, mux(b2l(cq_pop = "00101"), cq9_txs_pi, mux(b2l(cq_pop = "00110"), cq10_txs_pi, mux(b2l(cq_pop = "00111"), cq11_txs_pi, mux(b2l(cq_pop = "01000"), cq12_txs_pi, mux(b2l(cq_pop = "01001"), cq13_txs_pi, mux(b2l(cq_pop = "01010"), cq14_txs_pi, mux(b2l(cq_pop = "01011"), cq15_txs_pi, cq4_txs_pi))))))))))));
         end if;
     end process;
 
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq5_noring, mux(b2l(cq_pop = "00010"), cq6_noring, mux(b2l(cq_pop = "00011"), cq7_noring, mux(b2l(cq_pop = "00100"), cq8_noring, mux(b2l(cq_pop = "00101"), cq9_noring, mux(b2l(cq_pop = "00110"), cq10_noring, mux(b2l(cq_pop = "00111"), cq11_noring, mux(b2l(cq_pop = "01000"), cq12_noring, mux(b2l(cq_pop = "01001"), cq13_noring, mux(b2l(cq_pop = "01010"), cq14_noring, mux(b2l(cq_pop = "01011"), cq15_noring, cq4_noring))))))))))));
         end if;
     end process;
 
     cq4_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_flush <= mux(cq4_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
+            cq4_flush <= mux(cq4_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq5_flush, mux(b2l(cq_pop = "00010"), cq6_flush, mux(b2l(cq_pop = "00011"), cq7_flush, mux(b2l(cq_pop = "00100"), cq8_flush, mux(b2l(cq_pop = "00101"), cq9_flush, mux(b2l(cq_pop = "00110"), cq10_flush, mux(b2l(cq_pop = "00111"), cq11_flush, mux(b2l(cq_pop = "01000"), cq12_flush, mux(b2l(cq_pop = "01001"), cq13_flush, mux(b2l(cq_pop = "01010"), cq14_flush, mux(b2l(cq_pop = "01011"), cq15_flush, cq4_flush))))))))))));
         end if;
     end process;
 
     cq4_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_prot <= mux(cq4_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
+            cq4_prot <= mux(cq4_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq5_prot, mux(b2l(cq_pop = "00010"), cq6_prot, mux(b2l(cq_pop = "00011"), cq7_prot, mux(b2l(cq_pop = "00100"), cq8_prot, mux(b2l(cq_pop = "00101"), cq9_prot, mux(b2l(cq_pop = "00110"), cq10_prot, mux(b2l(cq_pop = "00111"), cq11_prot, mux(b2l(cq_pop = "01000"), cq12_prot, mux(b2l(cq_pop = "01001"), cq13_prot, mux(b2l(cq_pop = "01010"), cq14_prot, mux(b2l(cq_pop = "01011"), cq15_prot, cq4_prot))))))))))));
         end if;
     end process;
 
     cq4_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_rrd <= mux(cq4_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
+            cq4_rrd <= mux(cq4_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq5_rrd, mux(b2l(cq_pop = "00010"), cq6_rrd, mux(b2l(cq_pop = "00011"), cq7_rrd, mux(b2l(cq_pop = "00100"), cq8_rrd, mux(b2l(cq_pop = "00101"), cq9_rrd, mux(b2l(cq_pop = "00110"), cq10_rrd, mux(b2l(cq_pop = "00111"), cq11_rrd, mux(b2l(cq_pop = "01000"), cq12_rrd, mux(b2l(cq_pop = "01001"), cq13_rrd, mux(b2l(cq_pop = "01010"), cq14_rrd, mux(b2l(cq_pop = "01011"), cq15_rrd, cq4_rrd))))))))))));
         end if;
     end process;
 
     cq4_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_term <= mux(cq4_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq5_term, mux(b2l(cq_pop = x"2"), cq6_term, mux(b2l(cq_pop = x"3"), cq7_term, cq4_term))));
+            cq4_term <= mux(cq4_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq5_term, mux(b2l(cq_pop = "00010"), cq6_term, mux(b2l(cq_pop = "00011"), cq7_term, mux(b2l(cq_pop = "00100"), cq8_term, mux(b2l(cq_pop = "00101"), cq9_term, mux(b2l(cq_pop = "00110"), cq10_term, mux(b2l(cq_pop = "00111"), cq11_term, mux(b2l(cq_pop = "01000"), cq12_term, mux(b2l(cq_pop = "01001"), cq13_term, mux(b2l(cq_pop = "01010"), cq14_term, mux(b2l(cq_pop = "01011"), cq15_term, cq4_term))))))))))));
         end if;
     end process;
 
     cq4_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_blame <= mux(cq4_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq5_blame, mux(b2l(cq_pop = x"2"), cq6_blame, mux(b2l(cq_pop = x"3"), cq7_blame, cq4_blame))));
+            cq4_blame <= mux(cq4_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq5_blame, mux(b2l(cq_pop = "00010"), cq6_blame, mux(b2l(cq_pop = "00011"), cq7_blame, mux(b2l(cq_pop = "00100"), cq8_blame, mux(b2l(cq_pop = "00101"), cq9_blame, mux(b2l(cq_pop = "00110"), cq10_blame, mux(b2l(cq_pop = "00111"), cq11_blame, mux(b2l(cq_pop = "01000"), cq12_blame, mux(b2l(cq_pop = "01001"), cq13_blame, mux(b2l(cq_pop = "01010"), cq14_blame, mux(b2l(cq_pop = "01011"), cq15_blame, cq4_blame))))))))))));
         end if;
     end process;
 
     cq4_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
+            cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq5_mal, mux(b2l(cq_pop = "00010"), cq6_mal, mux(b2l(cq_pop = "00011"), cq7_mal, mux(b2l(cq_pop = "00100"), cq8_mal, mux(b2l(cq_pop = "00101"), cq9_mal, mux(b2l(cq_pop = "00110"), cq10_mal, mux(b2l(cq_pop = "00111"), cq11_mal, mux(b2l(cq_pop = "01000"), cq12_mal, mux(b2l(cq_pop = "01001"), cq13_mal, mux(b2l(cq_pop = "01010"), cq14_mal, mux(b2l(cq_pop = "01011"), cq15_mal, cq4_mal))))))))))));
         end if;
     end process;
 
     cq4_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cut <= mux(cq4_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq5_cut, mux(b2l(cq_pop = x"2"), cq6_cut, mux(b2l(cq_pop = x"3"), cq7_cut, cq4_cut))));
+            cq4_cut <= mux(cq4_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq5_cut, mux(b2l(cq_pop = "00010"), cq6_cut, mux(b2l(cq_pop = "00011"), cq7_cut, mux(b2l(cq_pop = "00100"), cq8_cut, mux(b2l(cq_pop = "00101"), cq9_cut, mux(b2l(cq_pop = "00110"), cq10_cut, mux(b2l(cq_pop = "00111"), cq11_cut, mux(b2l(cq_pop = "01000"), cq12_cut, mux(b2l(cq_pop = "01001"), cq13_cut, mux(b2l(cq_pop = "01010"), cq14_cut, mux(b2l(cq_pop = "01011"), cq15_cut, cq4_cut))))))))))));
         end if;
     end process;
 
     cq4_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_wqe <= mux(cq4_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq5_wqe, mux(b2l(cq_pop = x"2"), cq6_wqe, mux(b2l(cq_pop = x"3"), cq7_wqe, cq4_wqe))));
+            cq4_wqe <= mux(cq4_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq5_wqe, mux(b2l(cq_pop = "00010"), cq6_wqe, mux(b2l(cq_pop = "00011"), cq7_wqe, mux(b2l(cq_pop = "00100"), cq8_wqe, mux(b2l(cq_pop = "00101"), cq9_wqe, mux(b2l(cq_pop = "00110"), cq10_wqe, mux(b2l(cq_pop = "00111"), cq11_wqe, mux(b2l(cq_pop = "01000"), cq12_wqe, mux(b2l(cq_pop = "01001"), cq13_wqe, mux(b2l(cq_pop = "01010"), cq14_wqe, mux(b2l(cq_pop = "01011"), cq15_wqe, cq4_wqe))))))))))));
         end if;
     end process;
 
     cq4_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_silent <= mux(cq4_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq5_silent, mux(b2l(cq_pop = x"2"), cq6_silent, mux(b2l(cq_pop = x"3"), cq7_silent, cq4_silent))));
+            cq4_silent <= mux(cq4_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq5_silent, mux(b2l(cq_pop = "00010"), cq6_silent, mux(b2l(cq_pop = "00011"), cq7_silent, mux(b2l(cq_pop = "00100"), cq8_silent, mux(b2l(cq_pop = "00101"), cq9_silent, mux(b2l(cq_pop = "00110"), cq10_silent, mux(b2l(cq_pop = "00111"), cq11_silent, mux(b2l(cq_pop = "01000"), cq12_silent, mux(b2l(cq_pop = "01001"), cq13_silent, mux(b2l(cq_pop = "01010"), cq14_silent, mux(b2l(cq_pop = "01011"), cq15_silent, cq4_silent))))))))))));
         end if;
     end process;
 
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq6_cqe, mux(b2l(cq_pop = "00010"), cq7_cqe, mux(b2l(cq_pop = "00011"), cq8_cqe, mux(b2l(cq_pop = "00100"), cq9_cqe, mux(b2l(cq_pop = "00101"), cq10_cqe, mux(b2l(cq_pop = "00110"), cq11_cqe, mux(b2l(cq_pop = "00111"), cq12_cqe, mux(b2l(cq_pop = "01000"), cq13_cqe, mux(b2l(cq_pop = "01001"), cq14_cqe, mux(b2l(cq_pop = "01010"), cq15_cqe, cq5_cqe)))))))))));
         end if;
     end process;
 
     cq5_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cq <= mux(cq5_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq6_cq, mux(b2l(cq_pop = x"2"), cq7_cq, cq5_cq)));
+            cq5_cq <= mux(cq5_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq6_cq, mux(b2l(cq_pop = "00010"), cq7_cq, mux(b2l(cq_pop = "00011"), cq8_cq, mux(b2l(cq_pop = "00100"), cq9_cq, mux(b2l(cq_pop = "00101"), cq10_cq, mux(b2l(cq_pop = "00110"), cq11_cq, mux(b2l(cq_pop = "00111"), cq12_cq, mux(b2l(cq_pop = "01000"), cq13_cq, mux(b2l(cq_pop = "01001"), cq14_cq, mux(b2l(cq_pop = "01010"), cq15_cq, cq5_cq)))))))))));
         end if;
     end process;
 
     cq5_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_qpn <= mux(cq5_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq6_qpn, mux(b2l(cq_pop = x"2"), cq7_qpn, cq5_qpn)));
+            cq5_qpn <= mux(cq5_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq6_qpn, mux(b2l(cq_pop = "00010"), cq7_qpn, mux(b2l(cq_pop = "00011"), cq8_qpn, mux(b2l(cq_pop = "00100"), cq9_qpn, mux(b2l(cq_pop = "00101"), cq10_qpn, mux(b2l(cq_pop = "00110"), cq11_qpn, mux(b2l(cq_pop = "00111"), cq12_qpn, mux(b2l(cq_pop = "01000"), cq13_qpn, mux(b2l(cq_pop = "01001"), cq14_qpn, mux(b2l(cq_pop = "01010"), cq15_qpn, cq5_qpn)))))))))));
         end if;
     end process;
 
     cq5_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_wr_id <= mux(cq5_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq6_wr_id, mux(b2l(cq_pop = x"2"), cq7_wr_id, cq5_wr_id)));
+            cq5_wr_id <= mux(cq5_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq6_wr_id, mux(b2l(cq_pop = "00010"), cq7_wr_id, mux(b2l(cq_pop = "00011"), cq8_wr_id, mux(b2l(cq_pop = "00100"), cq9_wr_id, mux(b2l(cq_pop = "00101"), cq10_wr_id, mux(b2l(cq_pop = "00110"), cq11_wr_id, mux(b2l(cq_pop = "00111"), cq12_wr_id, mux(b2l(cq_pop = "01000"), cq13_wr_id, mux(b2l(cq_pop = "01001"), cq14_wr_id, mux(b2l(cq_pop = "01010"), cq15_wr_id, cq5_wr_id)))))))))));
         end if;
     end process;
 
     cq5_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_op <= mux(cq5_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
+            cq5_op <= mux(cq5_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq6_op, mux(b2l(cq_pop = "00010"), cq7_op, mux(b2l(cq_pop = "00011"), cq8_op, mux(b2l(cq_pop = "00100"), cq9_op, mux(b2l(cq_pop = "00101"), cq10_op, mux(b2l(cq_pop = "00110"), cq11_op, mux(b2l(cq_pop = "00111"), cq12_op, mux(b2l(cq_pop = "01000"), cq13_op, mux(b2l(cq_pop = "01001"), cq14_op, mux(b2l(cq_pop = "01010"), cq15_op, cq5_op)))))))))));
         end if;
     end process;
 
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq6_len, mux(b2l(cq_pop = "00010"), cq7_len, mux(b2l(cq_pop = "00011"), cq8_len, mux(b2l(cq_pop = "00100"), cq9_len, mux(b2l(cq_pop = "00101"), cq10_len, mux(b2l(cq_pop = "00110"), cq11_len, mux(b2l(cq_pop = "00111"), cq12_len, mux(b2l(cq_pop = "01000"), cq13_len, mux(b2l(cq_pop = "01001"), cq14_len, mux(b2l(cq_pop = "01010"), cq15_len, cq5_len)))))))))));
         end if;
     end process;
 
     cq5_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_sq_ci <= mux(cq5_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq6_sq_ci, mux(b2l(cq_pop = x"2"), cq7_sq_ci, cq5_sq_ci)));
+            cq5_sq_ci <= mux(cq5_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq6_sq_ci, mux(b2l(cq_pop = "00010"), cq7_sq_ci, mux(b2l(cq_pop = "00011"), cq8_sq_ci, mux(b2l(cq_pop = "00100"), cq9_sq_ci, mux(b2l(cq_pop = "00101"), cq10_sq_ci, mux(b2l(cq_pop = "00110"), cq11_sq_ci, mux(b2l(cq_pop = "00111"), cq12_sq_ci, mux(b2l(cq_pop = "01000"), cq13_sq_ci, mux(b2l(cq_pop = "01001"), cq14_sq_ci, mux(b2l(cq_pop = "01010"), cq15_sq_ci, cq5_sq_ci)))))))))));
         end if;
     end process;
 
     cq5_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_txs_pi <= mux(cq5_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq6_txs_pi, mux(b2l(cq_pop = x"2"), cq7_txs_pi, cq5_txs_pi)));
+            cq5_txs_pi <= mux(cq5_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq6_txs_pi, mux(b2l(cq_pop = "00010"), cq7_txs_pi, mux(b2l(cq_pop = "00011"), cq8_txs_pi, mux(b2l(cq_pop = "00100"), cq9_txs_pi, mux(b2l(cq_pop = "00101"), cq10_txs_pi, mux(b2l(cq_pop = "00110"), cq11_txs_pi, mux(b2l(cq_pop = "00111"), cq12_txs_pi, mux(b2l(cq_pop = "01000"), cq13_txs_pi, mux(b2l(cq_pop = "01001"), cq14_txs_pi, mux(b2l(cq_pop = "01010"), cq15_txs_pi, cq5_txs_pi)))))))))));
         end if;
     end process;
 
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq6_noring, mux(b2l(cq_pop = "00010"), cq7_noring, mux(b2l(cq_pop = "00011"), cq8_noring, mux(b2l(cq_pop = "00100"), cq9_noring, mux(b2l(cq_pop = "00101"), cq10_noring, mux(b2l(cq_pop = "00110"), cq11_noring, mux(b2l(cq_pop = "00111"), cq12_noring, mux(b2l(cq_pop = "01000"), cq13_noring, mux(b2l(cq_pop = "01001"), cq14_noring, mux(b2l(cq_pop = "01010"), cq15_noring, cq5_noring)))))))))));
         end if;
     end process;
 
     cq5_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_flush <= mux(cq5_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
+            cq5_flush <= mux(cq5_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq6_flush, mux(b2l(cq_pop = "00010"), cq7_flush, mux(b2l(cq_pop = "00011"), cq8_flush, mux(b2l(cq_pop = "00100"), cq9_flush, mux(b2l(cq_pop = "00101"), cq10_flush, mux(b2l(cq_pop = "00110"), cq11_flush, mux(b2l(cq_pop = "00111"), cq12_flush, mux(b2l(cq_pop = "01000"), cq13_flush, mux(b2l(cq_pop = "01001"), cq14_flush, mux(b2l(cq_pop = "01010"), cq15_flush, cq5_flush)))))))))));
         end if;
     end process;
 
     cq5_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_prot <= mux(cq5_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
+            cq5_prot <= mux(cq5_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq6_prot, mux(b2l(cq_pop = "00010"), cq7_prot, mux(b2l(cq_pop = "00011"), cq8_prot, mux(b2l(cq_pop = "00100"), cq9_prot, mux(b2l(cq_pop = "00101"), cq10_prot, mux(b2l(cq_pop = "00110"), cq11_prot, mux(b2l(cq_pop = "00111"), cq12_prot, mux(b2l(cq_pop = "01000"), cq13_prot, mux(b2l(cq_pop = "01001"), cq14_prot, mux(b2l(cq_pop = "01010"), cq15_prot, cq5_prot)))))))))));
         end if;
     end process;
 
     cq5_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_rrd <= mux(cq5_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
+            cq5_rrd <= mux(cq5_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq6_rrd, mux(b2l(cq_pop = "00010"), cq7_rrd, mux(b2l(cq_pop = "00011"), cq8_rrd, mux(b2l(cq_pop = "00100"), cq9_rrd, mux(b2l(cq_pop = "00101"), cq10_rrd, mux(b2l(cq_pop = "00110"), cq11_rrd, mux(b2l(cq_pop = "00111"), cq12_rrd, mux(b2l(cq_pop = "01000"), cq13_rrd, mux(b2l(cq_pop = "01001"), cq14_rrd, mux(b2l(cq_pop = "01010"), cq15_rrd, cq5_rrd)))))))))));
         end if;
     end process;
 
     cq5_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_term <= mux(cq5_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq6_term, mux(b2l(cq_pop = x"2"), cq7_term, cq5_term)));
+            cq5_term <= mux(cq5_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq6_term, mux(b2l(cq_pop = "00010"), cq7_term, mux(b2l(cq_pop = "00011"), cq8_term, mux(b2l(cq_pop = "00100"), cq9_term, mux(b2l(cq_pop = "00101"), cq10_term, mux(b2l(cq_pop = "00110"), cq11_term, mux(b2l(cq_pop = "00111"), cq12_term, mux(b2l(cq_pop = "01000"), cq13_term, mux(b2l(cq_pop = "01001"), cq14_term, mux(b2l(cq_pop = "01010"), cq15_term, cq5_term)))))))))));
         end if;
     end process;
 
     cq5_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_blame <= mux(cq5_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq6_blame, mux(b2l(cq_pop = x"2"), cq7_blame, cq5_blame)));
+            cq5_blame <= mux(cq5_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq6_blame, mux(b2l(cq_pop = "00010"), cq7_blame, mux(b2l(cq_pop = "00011"), cq8_blame, mux(b2l(cq_pop = "00100"), cq9_blame, mux(b2l(cq_pop = "00101"), cq10_blame, mux(b2l(cq_pop = "00110"), cq11_blame, mux(b2l(cq_pop = "00111"), cq12_blame, mux(b2l(cq_pop = "01000"), cq13_blame, mux(b2l(cq_pop = "01001"), cq14_blame, mux(b2l(cq_pop = "01010"), cq15_blame, cq5_blame)))))))))));
         end if;
     end process;
 
     cq5_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
+            cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq6_mal, mux(b2l(cq_pop = "00010"), cq7_mal, mux(b2l(cq_pop = "00011"), cq8_mal, mux(b2l(cq_pop = "00100"), cq9_mal, mux(b2l(cq_pop = "00101"), cq10_mal, mux(b2l(cq_pop = "00110"), cq11_mal, mux(b2l(cq_pop = "00111"), cq12_mal, mux(b2l(cq_pop = "01000"), cq13_mal, mux(b2l(cq_pop = "01001"), cq14_mal, mux(b2l(cq_pop = "01010"), cq15_mal, cq5_mal)))))))))));
         end if;
     end process;
 
     cq5_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cut <= mux(cq5_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq6_cut, mux(b2l(cq_pop = x"2"), cq7_cut, cq5_cut)));
+            cq5_cut <= mux(cq5_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq6_cut, mux(b2l(cq_pop = "00010"), cq7_cut, mux(b2l(cq_pop = "00011"), cq8_cut, mux(b2l(cq_pop = "00100"), cq9_cut, mux(b2l(cq_pop = "00101"), cq10_cut, mux(b2l(cq_pop = "00110"), cq11_cut, mux(b2l(cq_pop = "00111"), cq12_cut, mux(b2l(cq_pop = "01000"), cq13_cut, mux(b2l(cq_pop = "01001"), cq14_cut, mux(b2l(cq_pop = "01010"), cq15_cut, cq5_cut)))))))))));
         end if;
     end process;
 
     cq5_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_wqe <= mux(cq5_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq6_wqe, mux(b2l(cq_pop = x"2"), cq7_wqe, cq5_wqe)));
+            cq5_wqe <= mux(cq5_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq6_wqe, mux(b2l(cq_pop = "00010"), cq7_wqe, mux(b2l(cq_pop = "00011"), cq8_wqe, mux(b2l(cq_pop = "00100"), cq9_wqe, mux(b2l(cq_pop = "00101"), cq10_wqe, mux(b2l(cq_pop = "00110"), cq11_wqe, mux(b2l(cq_pop = "00111"), cq12_wqe, mux(b2l(cq_pop = "01000"), cq13_wqe, mux(b2l(cq_pop = "01001"), cq14_wqe, mux(b2l(cq_pop = "01010"), cq15_wqe, cq5_wqe)))))))))));
         end if;
     end process;
 
     cq5_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_silent <= mux(cq5_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq6_silent, mux(b2l(cq_pop = x"2"), cq7_silent, cq5_silent)));
+            cq5_silent <= mux(cq5_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq6_silent, mux(b2l(cq_pop = "00010"), cq7_silent, mux(b2l(cq_pop = "00011"), cq8_silent, mux(b2l(cq_pop = "00100"), cq9_silent, mux(b2l(cq_pop = "00101"), cq10_silent, mux(b2l(cq_pop = "00110"), cq11_silent, mux(b2l(cq_pop = "00111"), cq12_silent, mux(b2l(cq_pop = "01000"), cq13_silent, mux(b2l(cq_pop = "01001"), cq14_silent, mux(b2l(cq_pop = "01010"), cq15_silent, cq5_silent)))))))))));
         end if;
     end process;
 
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq7_cqe, mux(b2l(cq_pop = "00010"), cq8_cqe, mux(b2l(cq_pop = "00011"), cq9_cqe, mux(b2l(cq_pop = "00100"), cq10_cqe, mux(b2l(cq_pop = "00101"), cq11_cqe, mux(b2l(cq_pop = "00110"), cq12_cqe, mux(b2l(cq_pop = "00111"), cq13_cqe, mux(b2l(cq_pop = "01000"), cq14_cqe, mux(b2l(cq_pop = "01001"), cq15_cqe, cq6_cqe))))))))));
         end if;
     end process;
 
     cq6_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cq <= mux(cq6_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq7_cq, cq6_cq));
+            cq6_cq <= mux(cq6_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq7_cq, mux(b2l(cq_pop = "00010"), cq8_cq, mux(b2l(cq_pop = "00011"), cq9_cq, mux(b2l(cq_pop = "00100"), cq10_cq, mux(b2l(cq_pop = "00101"), cq11_cq, mux(b2l(cq_pop = "00110"), cq12_cq, mux(b2l(cq_pop = "00111"), cq13_cq, mux(b2l(cq_pop = "01000"), cq14_cq, mux(b2l(cq_pop = "01001"), cq15_cq, cq6_cq))))))))));
         end if;
     end process;
 
     cq6_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_qpn <= mux(cq6_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq7_qpn, cq6_qpn));
+            cq6_qpn <= mux(cq6_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq7_qpn, mux(b2l(cq_pop = "00010"), cq8_qpn, mux(b2l(cq_pop = "00011"), cq9_qpn, mux(b2l(cq_pop = "00100"), cq10_qpn, mux(b2l(cq_pop = "00101"), cq11_qpn, mux(b2l(cq_pop = "00110"), cq12_qpn, mux(b2l(cq_pop = "00111"), cq13_qpn, mux(b2l(cq_pop = "01000"), cq14_qpn, mux(b2l(cq_pop = "01001"), cq15_qpn, cq6_qpn))))))))));
         end if;
     end process;
 
     cq6_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_wr_id <= mux(cq6_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq7_wr_id, cq6_wr_id));
+            cq6_wr_id <= mux(cq6_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq7_wr_id, mux(b2l(cq_pop = "00010"), cq8_wr_id, mux(b2l(cq_pop = "00011"), cq9_wr_id, mux(b2l(cq_pop = "00100"), cq10_wr_id, mux(b2l(cq_pop = "00101"), cq11_wr_id, mux(b2l(cq_pop = "00110"), cq12_wr_id, mux(b2l(cq_pop = "00111"), cq13_wr_id, mux(b2l(cq_pop = "01000"), cq14_wr_id, mux(b2l(cq_pop = "01001"), cq15_wr_id, cq6_wr_id))))))))));
         end if;
     end process;
 
     cq6_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_op <= mux(cq6_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
+            cq6_op <= mux(cq6_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq7_op, mux(b2l(cq_pop = "00010"), cq8_op, mux(b2l(cq_pop = "00011"), cq9_op, mux(b2l(cq_pop = "00100"), cq10_op, mux(b2l(cq_pop = "00101"), cq11_op, mux(b2l(cq_pop = "00110"), cq12_op, mux(b2l(cq_pop = "00111"), cq13_op, mux(b2l(cq_pop = "01000"), cq14_op, mux(b2l(cq_pop = "01001"), cq15_op, cq6_op))))))))));
         end if;
     end process;
 
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq7_len, mux(b2l(cq_pop = "00010"), cq8_len, mux(b2l(cq_pop = "00011"), cq9_len, mux(b2l(cq_pop = "00100"), cq10_len, mux(b2l(cq_pop = "00101"), cq11_len, mux(b2l(cq_pop = "00110"), cq12_len, mux(b2l(cq_pop = "00111"), cq13_len, mux(b2l(cq_pop = "01000"), cq14_len, mux(b2l(cq_pop = "01001"), cq15_len, cq6_len))))))))));
         end if;
     end process;
 
     cq6_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_sq_ci <= mux(cq6_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq7_sq_ci, cq6_sq_ci));
+            cq6_sq_ci <= mux(cq6_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq7_sq_ci, mux(b2l(cq_pop = "00010"), cq8_sq_ci, mux(b2l(cq_pop = "00011"), cq9_sq_ci, mux(b2l(cq_pop = "00100"), cq10_sq_ci, mux(b2l(cq_pop = "00101"), cq11_sq_ci, mux(b2l(cq_pop = "00110"), cq12_sq_ci, mux(b2l(cq_pop = "00111"), cq13_sq_ci, mux(b2l(cq_pop = "01000"), cq14_sq_ci, mux(b2l(cq_pop = "01001"), cq15_sq_ci, cq6_sq_ci))))))))));
         end if;
     end process;
 
     cq6_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_txs_pi <= mux(cq6_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq7_txs_pi, cq6_txs_pi));
+            cq6_txs_pi <= mux(cq6_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq7_txs_pi, mux(b2l(cq_pop = "00010"), cq8_txs_pi, mux(b2l(cq_pop = "00011"), cq9_txs_pi, mux(b2l(cq_pop = "00100"), cq10_txs_pi, mux(b2l(cq_pop = "00101"), cq11_txs_pi, mux(b2l(cq_pop = "00110"), cq12_txs_pi, mux(b2l(cq_pop = "00111"), cq13_txs_pi, mux(b2l(cq_pop = "01000"), cq14_txs_pi, mux(b2l(cq_pop = "01001"), cq15_txs_pi, cq6_txs_pi))))))))));
         end if;
     end process;
 
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq7_noring, mux(b2l(cq_pop = "00010"), cq8_noring, mux(b2l(cq_pop = "00011"), cq9_noring, mux(b2l(cq_pop = "00100"), cq10_noring, mux(b2l(cq_pop = "00101"), cq11_noring, mux(b2l(cq_pop = "00110"), cq12_noring, mux(b2l(cq_pop = "00111"), cq13_noring, mux(b2l(cq_pop = "01000"), cq14_noring, mux(b2l(cq_pop = "01001"), cq15_noring, cq6_noring))))))))));
         end if;
     end process;
 
     cq6_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_flush <= mux(cq6_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
+            cq6_flush <= mux(cq6_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq7_flush, mux(b2l(cq_pop = "00010"), cq8_flush, mux(b2l(cq_pop = "00011"), cq9_flush, mux(b2l(cq_pop = "00100"), cq10_flush, mux(b2l(cq_pop = "00101"), cq11_flush, mux(b2l(cq_pop = "00110"), cq12_flush, mux(b2l(cq_pop = "00111"), cq13_flush, mux(b2l(cq_pop = "01000"), cq14_flush, mux(b2l(cq_pop = "01001"), cq15_flush, cq6_flush))))))))));
         end if;
     end process;
 
     cq6_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_prot <= mux(cq6_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
+            cq6_prot <= mux(cq6_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq7_prot, mux(b2l(cq_pop = "00010"), cq8_prot, mux(b2l(cq_pop = "00011"), cq9_prot, mux(b2l(cq_pop = "00100"), cq10_prot, mux(b2l(cq_pop = "00101"), cq11_prot, mux(b2l(cq_pop = "00110"), cq12_prot, mux(b2l(cq_pop = "00111"), cq13_prot, mux(b2l(cq_pop = "01000"), cq14_prot, mux(b2l(cq_pop = "01001"), cq15_prot, cq6_prot))))))))));
         end if;
     end process;
 
     cq6_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_rrd <= mux(cq6_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
+            cq6_rrd <= mux(cq6_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq7_rrd, mux(b2l(cq_pop = "00010"), cq8_rrd, mux(b2l(cq_pop = "00011"), cq9_rrd, mux(b2l(cq_pop = "00100"), cq10_rrd, mux(b2l(cq_pop = "00101"), cq11_rrd, mux(b2l(cq_pop = "00110"), cq12_rrd, mux(b2l(cq_pop = "00111"), cq13_rrd, mux(b2l(cq_pop = "01000"), cq14_rrd, mux(b2l(cq_pop = "01001"), cq15_rrd, cq6_rrd))))))))));
         end if;
     end process;
 
     cq6_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_term <= mux(cq6_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq7_term, cq6_term));
+            cq6_term <= mux(cq6_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq7_term, mux(b2l(cq_pop = "00010"), cq8_term, mux(b2l(cq_pop = "00011"), cq9_term, mux(b2l(cq_pop = "00100"), cq10_term, mux(b2l(cq_pop = "00101"), cq11_term, mux(b2l(cq_pop = "00110"), cq12_term, mux(b2l(cq_pop = "00111"), cq13_term, mux(b2l(cq_pop = "01000"), cq14_term, mux(b2l(cq_pop = "01001"), cq15_term, cq6_term))))))))));
         end if;
     end process;
 
     cq6_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_blame <= mux(cq6_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq7_blame, cq6_blame));
+            cq6_blame <= mux(cq6_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq7_blame, mux(b2l(cq_pop = "00010"), cq8_blame, mux(b2l(cq_pop = "00011"), cq9_blame, mux(b2l(cq_pop = "00100"), cq10_blame, mux(b2l(cq_pop = "00101"), cq11_blame, mux(b2l(cq_pop = "00110"), cq12_blame, mux(b2l(cq_pop = "00111"), cq13_blame, mux(b2l(cq_pop = "01000"), cq14_blame, mux(b2l(cq_pop = "01001"), cq15_blame, cq6_blame))))))))));
         end if;
     end process;
 
     cq6_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
+            cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq7_mal, mux(b2l(cq_pop = "00010"), cq8_mal, mux(b2l(cq_pop = "00011"), cq9_mal, mux(b2l(cq_pop = "00100"), cq10_mal, mux(b2l(cq_pop = "00101"), cq11_mal, mux(b2l(cq_pop = "00110"), cq12_mal, mux(b2l(cq_pop = "00111"), cq13_mal, mux(b2l(cq_pop = "01000"), cq14_mal, mux(b2l(cq_pop = "01001"), cq15_mal, cq6_mal))))))))));
         end if;
     end process;
 
     cq6_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cut <= mux(cq6_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq7_cut, cq6_cut));
+            cq6_cut <= mux(cq6_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq7_cut, mux(b2l(cq_pop = "00010"), cq8_cut, mux(b2l(cq_pop = "00011"), cq9_cut, mux(b2l(cq_pop = "00100"), cq10_cut, mux(b2l(cq_pop = "00101"), cq11_cut, mux(b2l(cq_pop = "00110"), cq12_cut, mux(b2l(cq_pop = "00111"), cq13_cut, mux(b2l(cq_pop = "01000"), cq14_cut, mux(b2l(cq_pop = "01001"), cq15_cut, cq6_cut))))))))));
         end if;
     end process;
 
     cq6_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_wqe <= mux(cq6_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = x"1"), cq7_wqe, cq6_wqe));
+            cq6_wqe <= mux(cq6_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq7_wqe, mux(b2l(cq_pop = "00010"), cq8_wqe, mux(b2l(cq_pop = "00011"), cq9_wqe, mux(b2l(cq_pop = "00100"), cq10_wqe, mux(b2l(cq_pop = "00101"), cq11_wqe, mux(b2l(cq_pop = "00110"), cq12_wqe, mux(b2l(cq_pop = "00111"), cq13_wqe, mux(b2l(cq_pop = "01000"), cq14_wqe, mux(b2l(cq_pop = "01001"), cq15_wqe, cq6_wqe))))))))));
         end if;
     end process;
 
     cq6_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_silent <= mux(cq6_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = x"1"), cq7_silent, cq6_silent));
+            cq6_silent <= mux(cq6_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq7_silent, mux(b2l(cq_pop = "00010"), cq8_silent, mux(b2l(cq_pop = "00011"), cq9_silent, mux(b2l(cq_pop = "00100"), cq10_silent, mux(b2l(cq_pop = "00101"), cq11_silent, mux(b2l(cq_pop = "00110"), cq12_silent, mux(b2l(cq_pop = "00111"), cq13_silent, mux(b2l(cq_pop = "01000"), cq14_silent, mux(b2l(cq_pop = "01001"), cq15_silent, cq6_silent))))))))));
         end if;
     end process;
 
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq8_cqe, mux(b2l(cq_pop = "00010"), cq9_cqe, mux(b2l(cq_pop = "00011"), cq10_cqe, mux(b2l(cq_pop = "00100"), cq11_cqe, mux(b2l(cq_pop = "00101"), cq12_cqe, mux(b2l(cq_pop = "00110"), cq13_cqe, mux(b2l(cq_pop = "00111"), cq14_cqe, mux(b2l(cq_pop = "01000"), cq15_cqe, cq7_cqe)))))))));
         end if;
     end process;
 
     cq7_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cq <= mux(cq7_push, mux(pub_go, cur_cq, cur_cq), cq7_cq);
+            cq7_cq <= mux(cq7_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq8_cq, mux(b2l(cq_pop = "00010"), cq9_cq, mux(b2l(cq_pop = "00011"), cq10_cq, mux(b2l(cq_pop = "00100"), cq11_cq, mux(b2l(cq_pop = "00101"), cq12_cq, mux(b2l(cq_pop = "00110"), cq13_cq, mux(b2l(cq_pop = "00111"), cq14_cq, mux(b2l(cq_pop = "01000"), cq15_cq, cq7_cq)))))))));
         end if;
     end process;
 
     cq7_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_qpn <= mux(cq7_push, mux(pub_go, cur_qp, cur_qp), cq7_qpn);
+            cq7_qpn <= mux(cq7_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq8_qpn, mux(b2l(cq_pop = "00010"), cq9_qpn, mux(b2l(cq_pop = "00011"), cq10_qpn, mux(b2l(cq_pop = "00100"), cq11_qpn, mux(b2l(cq_pop = "00101"), cq12_qpn, mux(b2l(cq_pop = "00110"), cq13_qpn, mux(b2l(cq_pop = "00111"), cq14_qpn, mux(b2l(cq_pop = "01000"), cq15_qpn, cq7_qpn)))))))));
         end if;
     end process;
 
     cq7_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_wr_id <= mux(cq7_push, mux(pub_go, x"0000000000000000", h_wr_id), cq7_wr_id);
+            cq7_wr_id <= mux(cq7_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq8_wr_id, mux(b2l(cq_pop = "00010"), cq9_wr_id, mux(b2l(cq_pop = "00011"), cq10_wr_id, mux(b2l(cq_pop = "00100"), cq11_wr_id, mux(b2l(cq_pop = "00101"), cq12_wr_id, mux(b2l(cq_pop = "00110"), cq13_wr_id, mux(b2l(cq_pop = "00111"), cq14_wr_id, mux(b2l(cq_pop = "01000"), cq15_wr_id, cq7_wr_id)))))))));
         end if;
     end process;
 
     cq7_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_op <= mux(cq7_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), cq7_op);
+            cq7_op <= mux(cq7_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq8_op, mux(b2l(cq_pop = "00010"), cq9_op, mux(b2l(cq_pop = "00011"), cq10_op, mux(b2l(cq_pop = "00100"), cq11_op, mux(b2l(cq_pop = "00101"), cq12_op, mux(b2l(cq_pop = "00110"), cq13_op, mux(b2l(cq_pop = "00111"), cq14_op, mux(b2l(cq_pop = "01000"), cq15_op, cq7_op)))))))));
         end if;
     end process;
 
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), cq7_len);
+            cq7_len <= mux(cq7_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq8_len, mux(b2l(cq_pop = "00010"), cq9_len, mux(b2l(cq_pop = "00011"), cq10_len, mux(b2l(cq_pop = "00100"), cq11_len, mux(b2l(cq_pop = "00101"), cq12_len, mux(b2l(cq_pop = "00110"), cq13_len, mux(b2l(cq_pop = "00111"), cq14_len, mux(b2l(cq_pop = "01000"), cq15_len, cq7_len)))))))));
         end if;
     end process;
 
     cq7_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_sq_ci <= mux(cq7_push, mux(pub_go, cur_sq_ci, new_sq_ci), cq7_sq_ci);
+            cq7_sq_ci <= mux(cq7_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq8_sq_ci, mux(b2l(cq_pop = "00010"), cq9_sq_ci, mux(b2l(cq_pop = "00011"), cq10_sq_ci, mux(b2l(cq_pop = "00100"), cq11_sq_ci, mux(b2l(cq_pop = "00101"), cq12_sq_ci, mux(b2l(cq_pop = "00110"), cq13_sq_ci, mux(b2l(cq_pop = "00111"), cq14_sq_ci, mux(b2l(cq_pop = "01000"), cq15_sq_ci, cq7_sq_ci)))))))));
         end if;
     end process;
 
     cq7_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_txs_pi <= mux(cq7_push, mux(pub_go, fpdu_end_off, wb_txs_pi), cq7_txs_pi);
+            cq7_txs_pi <= mux(cq7_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq8_txs_pi, mux(b2l(cq_pop = "00010"), cq9_txs_pi, mux(b2l(cq_pop = "00011"), cq10_txs_pi, mux(b2l(cq_pop = "00100"), cq11_txs_pi, mux(b2l(cq_pop = "00101"), cq12_txs_pi, mux(b2l(cq_pop = "00110"), cq13_txs_pi, mux(b2l(cq_pop = "00111"), cq14_txs_pi, mux(b2l(cq_pop = "01000"), cq15_txs_pi, cq7_txs_pi)))))))));
         end if;
     end process;
 
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), cq7_noring);
+            cq7_noring <= mux(cq7_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq8_noring, mux(b2l(cq_pop = "00010"), cq9_noring, mux(b2l(cq_pop = "00011"), cq10_noring, mux(b2l(cq_pop = "00100"), cq11_noring, mux(b2l(cq_pop = "00101"), cq12_noring, mux(b2l(cq_pop = "00110"), cq13_noring, mux(b2l(cq_pop = "00111"), cq14_noring, mux(b2l(cq_pop = "01000"), cq15_noring, cq7_noring)))))))));
         end if;
     end process;
 
     cq7_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_flush <= mux(cq7_push, mux(pub_go, '0', flush_err or ret_flush_mode), cq7_flush);
+            cq7_flush <= mux(cq7_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq8_flush, mux(b2l(cq_pop = "00010"), cq9_flush, mux(b2l(cq_pop = "00011"), cq10_flush, mux(b2l(cq_pop = "00100"), cq11_flush, mux(b2l(cq_pop = "00101"), cq12_flush, mux(b2l(cq_pop = "00110"), cq13_flush, mux(b2l(cq_pop = "00111"), cq14_flush, mux(b2l(cq_pop = "01000"), cq15_flush, cq7_flush)))))))));
         end if;
     end process;
 
     cq7_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_prot <= mux(cq7_push, mux(pub_go, '0', prot or late_prot_flush), cq7_prot);
+            cq7_prot <= mux(cq7_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq8_prot, mux(b2l(cq_pop = "00010"), cq9_prot, mux(b2l(cq_pop = "00011"), cq10_prot, mux(b2l(cq_pop = "00100"), cq11_prot, mux(b2l(cq_pop = "00101"), cq12_prot, mux(b2l(cq_pop = "00110"), cq13_prot, mux(b2l(cq_pop = "00111"), cq14_prot, mux(b2l(cq_pop = "01000"), cq15_prot, cq7_prot)))))))));
         end if;
     end process;
 
     cq7_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_rrd <= mux(cq7_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), cq7_rrd);
+            cq7_rrd <= mux(cq7_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq8_rrd, mux(b2l(cq_pop = "00010"), cq9_rrd, mux(b2l(cq_pop = "00011"), cq10_rrd, mux(b2l(cq_pop = "00100"), cq11_rrd, mux(b2l(cq_pop = "00101"), cq12_rrd, mux(b2l(cq_pop = "00110"), cq13_rrd, mux(b2l(cq_pop = "00111"), cq14_rrd, mux(b2l(cq_pop = "01000"), cq15_rrd, cq7_rrd)))))))));
         end if;
     end process;
 
     cq7_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_term <= mux(cq7_push, mux(pub_go, '0', term_mode), cq7_term);
+            cq7_term <= mux(cq7_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq8_term, mux(b2l(cq_pop = "00010"), cq9_term, mux(b2l(cq_pop = "00011"), cq10_term, mux(b2l(cq_pop = "00100"), cq11_term, mux(b2l(cq_pop = "00101"), cq12_term, mux(b2l(cq_pop = "00110"), cq13_term, mux(b2l(cq_pop = "00111"), cq14_term, mux(b2l(cq_pop = "01000"), cq15_term, cq7_term)))))))));
         end if;
     end process;
 
     cq7_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_blame <= mux(cq7_push, mux(pub_go, x"0000", blame_cause), cq7_blame);
+            cq7_blame <= mux(cq7_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq8_blame, mux(b2l(cq_pop = "00010"), cq9_blame, mux(b2l(cq_pop = "00011"), cq10_blame, mux(b2l(cq_pop = "00100"), cq11_blame, mux(b2l(cq_pop = "00101"), cq12_blame, mux(b2l(cq_pop = "00110"), cq13_blame, mux(b2l(cq_pop = "00111"), cq14_blame, mux(b2l(cq_pop = "01000"), cq15_blame, cq7_blame)))))))));
         end if;
     end process;
 
     cq7_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), cq7_mal);
+            cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq8_mal, mux(b2l(cq_pop = "00010"), cq9_mal, mux(b2l(cq_pop = "00011"), cq10_mal, mux(b2l(cq_pop = "00100"), cq11_mal, mux(b2l(cq_pop = "00101"), cq12_mal, mux(b2l(cq_pop = "00110"), cq13_mal, mux(b2l(cq_pop = "00111"), cq14_mal, mux(b2l(cq_pop = "01000"), cq15_mal, cq7_mal)))))))));
         end if;
     end process;
 
     cq7_cut_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cut <= mux(cq7_push, mux(pub_go, '0', gf_fault), cq7_cut);
+            cq7_cut <= mux(cq7_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq8_cut, mux(b2l(cq_pop = "00010"), cq9_cut, mux(b2l(cq_pop = "00011"), cq10_cut, mux(b2l(cq_pop = "00100"), cq11_cut, mux(b2l(cq_pop = "00101"), cq12_cut, mux(b2l(cq_pop = "00110"), cq13_cut, mux(b2l(cq_pop = "00111"), cq14_cut, mux(b2l(cq_pop = "01000"), cq15_cut, cq7_cut)))))))));
         end if;
     end process;
 
     cq7_wqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_wqe <= mux(cq7_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), cq7_wqe);
+            cq7_wqe <= mux(cq7_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq8_wqe, mux(b2l(cq_pop = "00010"), cq9_wqe, mux(b2l(cq_pop = "00011"), cq10_wqe, mux(b2l(cq_pop = "00100"), cq11_wqe, mux(b2l(cq_pop = "00101"), cq12_wqe, mux(b2l(cq_pop = "00110"), cq13_wqe, mux(b2l(cq_pop = "00111"), cq14_wqe, mux(b2l(cq_pop = "01000"), cq15_wqe, cq7_wqe)))))))));
         end if;
     end process;
 
     cq7_silent_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_silent <= mux(cq7_push, mux(pub_go, '0', term_mode and cur_term_silent), cq7_silent);
+            cq7_silent <= mux(cq7_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq8_silent, mux(b2l(cq_pop = "00010"), cq9_silent, mux(b2l(cq_pop = "00011"), cq10_silent, mux(b2l(cq_pop = "00100"), cq11_silent, mux(b2l(cq_pop = "00101"), cq12_silent, mux(b2l(cq_pop = "00110"), cq13_silent, mux(b2l(cq_pop = "00111"), cq14_silent, mux(b2l(cq_pop = "01000"), cq15_silent, cq7_silent)))))))));
+        end if;
+    end process;
+
+    cq8_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_cqe <= mux(cq8_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq9_cqe, mux(b2l(cq_pop = "00010"), cq10_cqe, mux(b2l(cq_pop = "00011"), cq11_cqe, mux(b2l(cq_pop = "00100"), cq12_cqe, mux(b2l(cq_pop = "00101"), cq13_cqe, mux(b2l(cq_pop = "00110"), cq14_cqe, mux(b2l(cq_pop = "00111"), cq15_cqe, cq8_cqe))))))));
+        end if;
+    end process;
+
+    cq8_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_cq <= mux(cq8_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq9_cq, mux(b2l(cq_pop = "00010"), cq10_cq, mux(b2l(cq_pop = "00011"), cq11_cq, mux(b2l(cq_pop = "00100"), cq12_cq, mux(b2l(cq_pop = "00101"), cq13_cq, mux(b2l(cq_pop = "00110"), cq14_cq, mux(b2l(cq_pop = "00111"), cq15_cq, cq8_cq))))))));
+        end if;
+    end process;
+
+    cq8_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_qpn <= mux(cq8_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq9_qpn, mux(b2l(cq_pop = "00010"), cq10_qpn, mux(b2l(cq_pop = "00011"), cq11_qpn, mux(b2l(cq_pop = "00100"), cq12_qpn, mux(b2l(cq_pop = "00101"), cq13_qpn, mux(b2l(cq_pop = "00110"), cq14_qpn, mux(b2l(cq_pop = "00111"), cq15_qpn, cq8_qpn))))))));
+        end if;
+    end process;
+
+    cq8_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_wr_id <= mux(cq8_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq9_wr_id, mux(b2l(cq_pop = "00010"), cq10_wr_id, mux(b2l(cq_pop = "00011"), cq11_wr_id, mux(b2l(cq_pop = "00100"), cq12_wr_id, mux(b2l(cq_pop = "00101"), cq13_wr_id, mux(b2l(cq_pop = "00110"), cq14_wr_id, mux(b2l(cq_pop = "00111"), cq15_wr_id, cq8_wr_id))))))));
+        end if;
+    end process;
+
+    cq8_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_op <= mux(cq8_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq9_op, mux(b2l(cq_pop = "00010"), cq10_op, mux(b2l(cq_pop = "00011"), cq11_op, mux(b2l(cq_pop = "00100"), cq12_op, mux(b2l(cq_pop = "00101"), cq13_op, mux(b2l(cq_pop = "00110"), cq14_op, mux(b2l(cq_pop = "00111"), cq15_op, cq8_op))))))));
+        end if;
+    end process;
+
+    cq8_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_len <= mux(cq8_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq9_len, mux(b2l(cq_pop = "00010"), cq10_len, mux(b2l(cq_pop = "00011"), cq11_len, mux(b2l(cq_pop = "00100"), cq12_len, mux(b2l(cq_pop = "00101"), cq13_len, mux(b2l(cq_pop = "00110"), cq14_len, mux(b2l(cq_pop = "00111"), cq15_len, cq8_len))))))));
+        end if;
+    end process;
+
+    cq8_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_sq_ci <= mux(cq8_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq9_sq_ci, mux(b2l(cq_pop = "00010"), cq10_sq_ci, mux(b2l(cq_pop = "00011"), cq11_sq_ci, mux(b2l(cq_pop = "00100"), cq12_sq_ci, mux(b2l(cq_pop = "00101"), cq13_sq_ci, mux(b2l(cq_pop = "00110"), cq14_sq_ci, mux(b2l(cq_pop = "00111"), cq15_sq_ci, cq8_sq_ci))))))));
+        end if;
+    end process;
+
+    cq8_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_txs_pi <= mux(cq8_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq9_txs_pi, mux(b2l(cq_pop = "00010"), cq10_txs_pi, mux(b2l(cq_pop = "00011"), cq11_txs_pi, mux(b2l(cq_pop = "00100"), cq12_txs_pi, mux(b2l(cq_pop = "00101"), cq13_txs_pi, mux(b2l(cq_pop = "00110"), cq14_txs_pi, mux(b2l(cq_pop = "00111"), cq15_txs_pi, cq8_txs_pi))))))));
+        end if;
+    end process;
+
+    cq8_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_noring <= mux(cq8_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq9_noring, mux(b2l(cq_pop = "00010"), cq10_noring, mux(b2l(cq_pop = "00011"), cq11_noring, mux(b2l(cq_pop = "00100"), cq12_noring, mux(b2l(cq_pop = "00101"), cq13_noring, mux(b2l(cq_pop = "00110"), cq14_noring, mux(b2l(cq_pop = "00111"), cq15_noring, cq8_noring))))))));
+        end if;
+    end process;
+
+    cq8_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_flush <= mux(cq8_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq9_flush, mux(b2l(cq_pop = "00010"), cq10_flush, mux(b2l(cq_pop = "00011"), cq11_flush, mux(b2l(cq_pop = "00100"), cq12_flush, mux(b2l(cq_pop = "00101"), cq13_flush, mux(b2l(cq_pop = "00110"), cq14_flush, mux(b2l(cq_pop = "00111"), cq15_flush, cq8_flush))))))));
+        end if;
+    end process;
+
+    cq8_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_prot <= mux(cq8_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq9_prot, mux(b2l(cq_pop = "00010"), cq10_prot, mux(b2l(cq_pop = "00011"), cq11_prot, mux(b2l(cq_pop = "00100"), cq12_prot, mux(b2l(cq_pop = "00101"), cq13_prot, mux(b2l(cq_pop = "00110"), cq14_prot, mux(b2l(cq_pop = "00111"), cq15_prot, cq8_prot))))))));
+        end if;
+    end process;
+
+    cq8_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_rrd <= mux(cq8_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq9_rrd, mux(b2l(cq_pop = "00010"), cq10_rrd, mux(b2l(cq_pop = "00011"), cq11_rrd, mux(b2l(cq_pop = "00100"), cq12_rrd, mux(b2l(cq_pop = "00101"), cq13_rrd, mux(b2l(cq_pop = "00110"), cq14_rrd, mux(b2l(cq_pop = "00111"), cq15_rrd, cq8_rrd))))))));
+        end if;
+    end process;
+
+    cq8_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_term <= mux(cq8_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq9_term, mux(b2l(cq_pop = "00010"), cq10_term, mux(b2l(cq_pop = "00011"), cq11_term, mux(b2l(cq_pop = "00100"), cq12_term, mux(b2l(cq_pop = "00101"), cq13_term, mux(b2l(cq_pop = "00110"), cq14_term, mux(b2l(cq_pop = "00111"), cq15_term, cq8_term))))))));
+        end if;
+    end process;
+
+    cq8_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_blame <= mux(cq8_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq9_blame, mux(b2l(cq_pop = "00010"), cq10_blame, mux(b2l(cq_pop = "00011"), cq11_blame, mux(b2l(cq_pop = "00100"), cq12_blame, mux(b2l(cq_pop = "00101"), cq13_blame, mux(b2l(cq_pop = "00110"), cq14_blame, mux(b2l(cq_pop = "00111"), cq15_blame, cq8_blame))))))));
+        end if;
+    end process;
+
+    cq8_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_mal <= mux(cq8_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq9_mal, mux(b2l(cq_pop = "00010"), cq10_mal, mux(b2l(cq_pop = "00011"), cq11_mal, mux(b2l(cq_pop = "00100"), cq12_mal, mux(b2l(cq_pop = "00101"), cq13_mal, mux(b2l(cq_pop = "00110"), cq14_mal, mux(b2l(cq_pop = "00111"), cq15_mal, cq8_mal))))))));
+        end if;
+    end process;
+
+    cq8_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_cut <= mux(cq8_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq9_cut, mux(b2l(cq_pop = "00010"), cq10_cut, mux(b2l(cq_pop = "00011"), cq11_cut, mux(b2l(cq_pop = "00100"), cq12_cut, mux(b2l(cq_pop = "00101"), cq13_cut, mux(b2l(cq_pop = "00110"), cq14_cut, mux(b2l(cq_pop = "00111"), cq15_cut, cq8_cut))))))));
+        end if;
+    end process;
+
+    cq8_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_wqe <= mux(cq8_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq9_wqe, mux(b2l(cq_pop = "00010"), cq10_wqe, mux(b2l(cq_pop = "00011"), cq11_wqe, mux(b2l(cq_pop = "00100"), cq12_wqe, mux(b2l(cq_pop = "00101"), cq13_wqe, mux(b2l(cq_pop = "00110"), cq14_wqe, mux(b2l(cq_pop = "00111"), cq15_wqe, cq8_wqe))))))));
+        end if;
+    end process;
+
+    cq8_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq8_silent <= mux(cq8_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq9_silent, mux(b2l(cq_pop = "00010"), cq10_silent, mux(b2l(cq_pop = "00011"), cq11_silent, mux(b2l(cq_pop = "00100"), cq12_silent, mux(b2l(cq_pop = "00101"), cq13_silent, mux(b2l(cq_pop = "00110"), cq14_silent, mux(b2l(cq_pop = "00111"), cq15_silent, cq8_silent))))))));
+        end if;
+    end process;
+
+    cq9_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_cqe <= mux(cq9_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq10_cqe, mux(b2l(cq_pop = "00010"), cq11_cqe, mux(b2l(cq_pop = "00011"), cq12_cqe, mux(b2l(cq_pop = "00100"), cq13_cqe, mux(b2l(cq_pop = "00101"), cq14_cqe, mux(b2l(cq_pop = "00110"), cq15_cqe, cq9_cqe)))))));
+        end if;
+    end process;
+
+    cq9_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_cq <= mux(cq9_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq10_cq, mux(b2l(cq_pop = "00010"), cq11_cq, mux(b2l(cq_pop = "00011"), cq12_cq, mux(b2l(cq_pop = "00100"), cq13_cq, mux(b2l(cq_pop = "00101"), cq14_cq, mux(b2l(cq_pop = "00110"), cq15_cq, cq9_cq)))))));
+        end if;
+    end process;
+
+    cq9_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_qpn <= mux(cq9_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq10_qpn, mux(b2l(cq_pop = "00010"), cq11_qpn, mux(b2l(cq_pop = "00011"), cq12_qpn, mux(b2l(cq_pop = "00100"), cq13_qpn, mux(b2l(cq_pop = "00101"), cq14_qpn, mux(b2l(cq_pop = "00110"), cq15_qpn, cq9_qpn)))))));
+        end if;
+    end process;
+
+    cq9_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_wr_id <= mux(cq9_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq10_wr_id, mux(b2l(cq_pop = "00010"), cq11_wr_id, mux(b2l(cq_pop = "00011"), cq12_wr_id, mux(b2l(cq_pop = "00100"), cq13_wr_id, mux(b2l(cq_pop = "00101"), cq14_wr_id, mux(b2l(cq_pop = "00110"), cq15_wr_id, cq9_wr_id)))))));
+        end if;
+    end process;
+
+    cq9_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_op <= mux(cq9_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq10_op, mux(b2l(cq_pop = "00010"), cq11_op, mux(b2l(cq_pop = "00011"), cq12_op, mux(b2l(cq_pop = "00100"), cq13_op, mux(b2l(cq_pop = "00101"), cq14_op, mux(b2l(cq_pop = "00110"), cq15_op, cq9_op)))))));
+        end if;
+    end process;
+
+    cq9_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_len <= mux(cq9_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq10_len, mux(b2l(cq_pop = "00010"), cq11_len, mux(b2l(cq_pop = "00011"), cq12_len, mux(b2l(cq_pop = "00100"), cq13_len, mux(b2l(cq_pop = "00101"), cq14_len, mux(b2l(cq_pop = "00110"), cq15_len, cq9_len)))))));
+        end if;
+    end process;
+
+    cq9_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_sq_ci <= mux(cq9_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq10_sq_ci, mux(b2l(cq_pop = "00010"), cq11_sq_ci, mux(b2l(cq_pop = "00011"), cq12_sq_ci, mux(b2l(cq_pop = "00100"), cq13_sq_ci, mux(b2l(cq_pop = "00101"), cq14_sq_ci, mux(b2l(cq_pop = "00110"), cq15_sq_ci, cq9_sq_ci)))))));
+        end if;
+    end process;
+
+    cq9_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_txs_pi <= mux(cq9_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq10_txs_pi, mux(b2l(cq_pop = "00010"), cq11_txs_pi, mux(b2l(cq_pop = "00011"), cq12_txs_pi, mux(b2l(cq_pop = "00100"), cq13_txs_pi, mux(b2l(cq_pop = "00101"), cq14_txs_pi, mux(b2l(cq_pop = "00110"), cq15_txs_pi, cq9_txs_pi)))))));
+        end if;
+    end process;
+
+    cq9_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_noring <= mux(cq9_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq10_noring, mux(b2l(cq_pop = "00010"), cq11_noring, mux(b2l(cq_pop = "00011"), cq12_noring, mux(b2l(cq_pop = "00100"), cq13_noring, mux(b2l(cq_pop = "00101"), cq14_noring, mux(b2l(cq_pop = "00110"), cq15_noring, cq9_noring)))))));
+        end if;
+    end process;
+
+    cq9_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_flush <= mux(cq9_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq10_flush, mux(b2l(cq_pop = "00010"), cq11_flush, mux(b2l(cq_pop = "00011"), cq12_flush, mux(b2l(cq_pop = "00100"), cq13_flush, mux(b2l(cq_pop = "00101"), cq14_flush, mux(b2l(cq_pop = "00110"), cq15_flush, cq9_flush)))))));
+        end if;
+    end process;
+
+    cq9_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_prot <= mux(cq9_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq10_prot, mux(b2l(cq_pop = "00010"), cq11_prot, mux(b2l(cq_pop = "00011"), cq12_prot, mux(b2l(cq_pop = "00100"), cq13_prot, mux(b2l(cq_pop = "00101"), cq14_prot, mux(b2l(cq_pop = "00110"), cq15_prot, cq9_prot)))))));
+        end if;
+    end process;
+
+    cq9_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_rrd <= mux(cq9_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq10_rrd, mux(b2l(cq_pop = "00010"), cq11_rrd, mux(b2l(cq_pop = "00011"), cq12_rrd, mux(b2l(cq_pop = "00100"), cq13_rrd, mux(b2l(cq_pop = "00101"), cq14_rrd, mux(b2l(cq_pop = "00110"), cq15_rrd, cq9_rrd)))))));
+        end if;
+    end process;
+
+    cq9_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_term <= mux(cq9_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq10_term, mux(b2l(cq_pop = "00010"), cq11_term, mux(b2l(cq_pop = "00011"), cq12_term, mux(b2l(cq_pop = "00100"), cq13_term, mux(b2l(cq_pop = "00101"), cq14_term, mux(b2l(cq_pop = "00110"), cq15_term, cq9_term)))))));
+        end if;
+    end process;
+
+    cq9_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_blame <= mux(cq9_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq10_blame, mux(b2l(cq_pop = "00010"), cq11_blame, mux(b2l(cq_pop = "00011"), cq12_blame, mux(b2l(cq_pop = "00100"), cq13_blame, mux(b2l(cq_pop = "00101"), cq14_blame, mux(b2l(cq_pop = "00110"), cq15_blame, cq9_blame)))))));
+        end if;
+    end process;
+
+    cq9_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_mal <= mux(cq9_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq10_mal, mux(b2l(cq_pop = "00010"), cq11_mal, mux(b2l(cq_pop = "00011"), cq12_mal, mux(b2l(cq_pop = "00100"), cq13_mal, mux(b2l(cq_pop = "00101"), cq14_mal, mux(b2l(cq_pop = "00110"), cq15_mal, cq9_mal)))))));
+        end if;
+    end process;
+
+    cq9_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_cut <= mux(cq9_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq10_cut, mux(b2l(cq_pop = "00010"), cq11_cut, mux(b2l(cq_pop = "00011"), cq12_cut, mux(b2l(cq_pop = "00100"), cq13_cut, mux(b2l(cq_pop = "00101"), cq14_cut, mux(b2l(cq_pop = "00110"), cq15_cut, cq9_cut)))))));
+        end if;
+    end process;
+
+    cq9_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_wqe <= mux(cq9_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq10_wqe, mux(b2l(cq_pop = "00010"), cq11_wqe, mux(b2l(cq_pop = "00011"), cq12_wqe, mux(b2l(cq_pop = "00100"), cq13_wqe, mux(b2l(cq_pop = "00101"), cq14_wqe, mux(b2l(cq_pop = "00110"), cq15_wqe, cq9_wqe)))))));
+        end if;
+    end process;
+
+    cq9_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq9_silent <= mux(cq9_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq10_silent, mux(b2l(cq_pop = "00010"), cq11_silent, mux(b2l(cq_pop = "00011"), cq12_silent, mux(b2l(cq_pop = "00100"), cq13_silent, mux(b2l(cq_pop = "00101"), cq14_silent, mux(b2l(cq_pop = "00110"), cq15_silent, cq9_silent)))))));
+        end if;
+    end process;
+
+    cq10_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_cqe <= mux(cq10_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq11_cqe, mux(b2l(cq_pop = "00010"), cq12_cqe, mux(b2l(cq_pop = "00011"), cq13_cqe, mux(b2l(cq_pop = "00100"), cq14_cqe, mux(b2l(cq_pop = "00101"), cq15_cqe, cq10_cqe))))));
+        end if;
+    end process;
+
+    cq10_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_cq <= mux(cq10_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq11_cq, mux(b2l(cq_pop = "00010"), cq12_cq, mux(b2l(cq_pop = "00011"), cq13_cq, mux(b2l(cq_pop = "00100"), cq14_cq, mux(b2l(cq_pop = "00101"), cq15_cq, cq10_cq))))));
+        end if;
+    end process;
+
+    cq10_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_qpn <= mux(cq10_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq11_qpn, mux(b2l(cq_pop = "00010"), cq12_qpn, mux(b2l(cq_pop = "00011"), cq13_qpn, mux(b2l(cq_pop = "00100"), cq14_qpn, mux(b2l(cq_pop = "00101"), cq15_qpn, cq10_qpn))))));
+        end if;
+    end process;
+
+    cq10_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_wr_id <= mux(cq10_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq11_wr_id, mux(b2l(cq_pop = "00010"), cq12_wr_id, mux(b2l(cq_pop = "00011"), cq13_wr_id, mux(b2l(cq_pop = "00100"), cq14_wr_id, mux(b2l(cq_pop = "00101"), cq15_wr_id, cq10_wr_id))))));
+        end if;
+    end process;
+
+    cq10_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_op <= mux(cq10_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq11_op, mux(b2l(cq_pop = "00010"), cq12_op, mux(b2l(cq_pop = "00011"), cq13_op, mux(b2l(cq_pop = "00100"), cq14_op, mux(b2l(cq_pop = "00101"), cq15_op, cq10_op))))));
+        end if;
+    end process;
+
+    cq10_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_len <= mux(cq10_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq11_len, mux(b2l(cq_pop = "00010"), cq12_len, mux(b2l(cq_pop = "00011"), cq13_len, mux(b2l(cq_pop = "00100"), cq14_len, mux(b2l(cq_pop = "00101"), cq15_len, cq10_len))))));
+        end if;
+    end process;
+
+    cq10_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_sq_ci <= mux(cq10_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq11_sq_ci, mux(b2l(cq_pop = "00010"), cq12_sq_ci, mux(b2l(cq_pop = "00011"), cq13_sq_ci, mux(b2l(cq_pop = "00100"), cq14_sq_ci, mux(b2l(cq_pop = "00101"), cq15_sq_ci, cq10_sq_ci))))));
+        end if;
+    end process;
+
+    cq10_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_txs_pi <= mux(cq10_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq11_txs_pi, mux(b2l(cq_pop = "00010"), cq12_txs_pi, mux(b2l(cq_pop = "00011"), cq13_txs_pi, mux(b2l(cq_pop = "00100"), cq14_txs_pi, mux(b2l(cq_pop = "00101"), cq15_txs_pi, cq10_txs_pi))))));
+        end if;
+    end process;
+
+    cq10_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_noring <= mux(cq10_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq11_noring, mux(b2l(cq_pop = "00010"), cq12_noring, mux(b2l(cq_pop = "00011"), cq13_noring, mux(b2l(cq_pop = "00100"), cq14_noring, mux(b2l(cq_pop = "00101"), cq15_noring, cq10_noring))))));
+        end if;
+    end process;
+
+    cq10_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_flush <= mux(cq10_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq11_flush, mux(b2l(cq_pop = "00010"), cq12_flush, mux(b2l(cq_pop = "00011"), cq13_flush, mux(b2l(cq_pop = "00100"), cq14_flush, mux(b2l(cq_pop = "00101"), cq15_flush, cq10_flush))))));
+        end if;
+    end process;
+
+    cq10_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_prot <= mux(cq10_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq11_prot, mux(b2l(cq_pop = "00010"), cq12_prot, mux(b2l(cq_pop = "00011"), cq13_prot, mux(b2l(cq_pop = "00100"), cq14_prot, mux(b2l(cq_pop = "00101"), cq15_prot, cq10_prot))))));
+        end if;
+    end process;
+
+    cq10_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_rrd <= mux(cq10_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq11_rrd, mux(b2l(cq_pop = "00010"), cq12_rrd, mux(b2l(cq_pop = "00011"), cq13_rrd, mux(b2l(cq_pop = "00100"), cq14_rrd, mux(b2l(cq_pop = "00101"), cq15_rrd, cq10_rrd))))));
+        end if;
+    end process;
+
+    cq10_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_term <= mux(cq10_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq11_term, mux(b2l(cq_pop = "00010"), cq12_term, mux(b2l(cq_pop = "00011"), cq13_term, mux(b2l(cq_pop = "00100"), cq14_term, mux(b2l(cq_pop = "00101"), cq15_term, cq10_term))))));
+        end if;
+    end process;
+
+    cq10_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_blame <= mux(cq10_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq11_blame, mux(b2l(cq_pop = "00010"), cq12_blame, mux(b2l(cq_pop = "00011"), cq13_blame, mux(b2l(cq_pop = "00100"), cq14_blame, mux(b2l(cq_pop = "00101"), cq15_blame, cq10_blame))))));
+        end if;
+    end process;
+
+    cq10_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_mal <= mux(cq10_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq11_mal, mux(b2l(cq_pop = "00010"), cq12_mal, mux(b2l(cq_pop = "00011"), cq13_mal, mux(b2l(cq_pop = "00100"), cq14_mal, mux(b2l(cq_pop = "00101"), cq15_mal, cq10_mal))))));
+        end if;
+    end process;
+
+    cq10_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_cut <= mux(cq10_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq11_cut, mux(b2l(cq_pop = "00010"), cq12_cut, mux(b2l(cq_pop = "00011"), cq13_cut, mux(b2l(cq_pop = "00100"), cq14_cut, mux(b2l(cq_pop = "00101"), cq15_cut, cq10_cut))))));
+        end if;
+    end process;
+
+    cq10_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_wqe <= mux(cq10_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq11_wqe, mux(b2l(cq_pop = "00010"), cq12_wqe, mux(b2l(cq_pop = "00011"), cq13_wqe, mux(b2l(cq_pop = "00100"), cq14_wqe, mux(b2l(cq_pop = "00101"), cq15_wqe, cq10_wqe))))));
+        end if;
+    end process;
+
+    cq10_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq10_silent <= mux(cq10_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq11_silent, mux(b2l(cq_pop = "00010"), cq12_silent, mux(b2l(cq_pop = "00011"), cq13_silent, mux(b2l(cq_pop = "00100"), cq14_silent, mux(b2l(cq_pop = "00101"), cq15_silent, cq10_silent))))));
+        end if;
+    end process;
+
+    cq11_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_cqe <= mux(cq11_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq12_cqe, mux(b2l(cq_pop = "00010"), cq13_cqe, mux(b2l(cq_pop = "00011"), cq14_cqe, mux(b2l(cq_pop = "00100"), cq15_cqe, cq11_cqe)))));
+        end if;
+    end process;
+
+    cq11_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_cq <= mux(cq11_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq12_cq, mux(b2l(cq_pop = "00010"), cq13_cq, mux(b2l(cq_pop = "00011"), cq14_cq, mux(b2l(cq_pop = "00100"), cq15_cq, cq11_cq)))));
+        end if;
+    end process;
+
+    cq11_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_qpn <= mux(cq11_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq12_qpn, mux(b2l(cq_pop = "00010"), cq13_qpn, mux(b2l(cq_pop = "00011"), cq14_qpn, mux(b2l(cq_pop = "00100"), cq15_qpn, cq11_qpn)))));
+        end if;
+    end process;
+
+    cq11_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_wr_id <= mux(cq11_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq12_wr_id, mux(b2l(cq_pop = "00010"), cq13_wr_id, mux(b2l(cq_pop = "00011"), cq14_wr_id, mux(b2l(cq_pop = "00100"), cq15_wr_id, cq11_wr_id)))));
+        end if;
+    end process;
+
+    cq11_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_op <= mux(cq11_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq12_op, mux(b2l(cq_pop = "00010"), cq13_op, mux(b2l(cq_pop = "00011"), cq14_op, mux(b2l(cq_pop = "00100"), cq15_op, cq11_op)))));
+        end if;
+    end process;
+
+    cq11_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_len <= mux(cq11_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq12_len, mux(b2l(cq_pop = "00010"), cq13_len, mux(b2l(cq_pop = "00011"), cq14_len, mux(b2l(cq_pop = "00100"), cq15_len, cq11_len)))));
+        end if;
+    end process;
+
+    cq11_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_sq_ci <= mux(cq11_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq12_sq_ci, mux(b2l(cq_pop = "00010"), cq13_sq_ci, mux(b2l(cq_pop = "00011"), cq14_sq_ci, mux(b2l(cq_pop = "00100"), cq15_sq_ci, cq11_sq_ci)))));
+        end if;
+    end process;
+
+    cq11_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_txs_pi <= mux(cq11_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq12_txs_pi, mux(b2l(cq_pop = "00010"), cq13_txs_pi, mux(b2l(cq_pop = "00011"), cq14_txs_pi, mux(b2l(cq_pop = "00100"), cq15_txs_pi, cq11_txs_pi)))));
+        end if;
+    end process;
+
+    cq11_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_noring <= mux(cq11_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq12_noring, mux(b2l(cq_pop = "00010"), cq13_noring, mux(b2l(cq_pop = "00011"), cq14_noring, mux(b2l(cq_pop = "00100"), cq15_noring, cq11_noring)))));
+        end if;
+    end process;
+
+    cq11_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_flush <= mux(cq11_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq12_flush, mux(b2l(cq_pop = "00010"), cq13_flush, mux(b2l(cq_pop = "00011"), cq14_flush, mux(b2l(cq_pop = "00100"), cq15_flush, cq11_flush)))));
+        end if;
+    end process;
+
+    cq11_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_prot <= mux(cq11_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq12_prot, mux(b2l(cq_pop = "00010"), cq13_prot, mux(b2l(cq_pop = "00011"), cq14_prot, mux(b2l(cq_pop = "00100"), cq15_prot, cq11_prot)))));
+        end if;
+    end process;
+
+    cq11_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_rrd <= mux(cq11_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq12_rrd, mux(b2l(cq_pop = "00010"), cq13_rrd, mux(b2l(cq_pop = "00011"), cq14_rrd, mux(b2l(cq_pop = "00100"), cq15_rrd, cq11_rrd)))));
+        end if;
+    end process;
+
+    cq11_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_term <= mux(cq11_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq12_term, mux(b2l(cq_pop = "00010"), cq13_term, mux(b2l(cq_pop = "00011"), cq14_term, mux(b2l(cq_pop = "00100"), cq15_term, cq11_term)))));
+        end if;
+    end process;
+
+    cq11_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_blame <= mux(cq11_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq12_blame, mux(b2l(cq_pop = "00010"), cq13_blame, mux(b2l(cq_pop = "00011"), cq14_blame, mux(b2l(cq_pop = "00100"), cq15_blame, cq11_blame)))));
+        end if;
+    end process;
+
+    cq11_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_mal <= mux(cq11_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq12_mal, mux(b2l(cq_pop = "00010"), cq13_mal, mux(b2l(cq_pop = "00011"), cq14_mal, mux(b2l(cq_pop = "00100"), cq15_mal, cq11_mal)))));
+        end if;
+    end process;
+
+    cq11_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_cut <= mux(cq11_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq12_cut, mux(b2l(cq_pop = "00010"), cq13_cut, mux(b2l(cq_pop = "00011"), cq14_cut, mux(b2l(cq_pop = "00100"), cq15_cut, cq11_cut)))));
+        end if;
+    end process;
+
+    cq11_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_wqe <= mux(cq11_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq12_wqe, mux(b2l(cq_pop = "00010"), cq13_wqe, mux(b2l(cq_pop = "00011"), cq14_wqe, mux(b2l(cq_pop = "00100"), cq15_wqe, cq11_wqe)))));
+        end if;
+    end process;
+
+    cq11_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq11_silent <= mux(cq11_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq12_silent, mux(b2l(cq_pop = "00010"), cq13_silent, mux(b2l(cq_pop = "00011"), cq14_silent, mux(b2l(cq_pop = "00100"), cq15_silent, cq11_silent)))));
+        end if;
+    end process;
+
+    cq12_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_cqe <= mux(cq12_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq13_cqe, mux(b2l(cq_pop = "00010"), cq14_cqe, mux(b2l(cq_pop = "00011"), cq15_cqe, cq12_cqe))));
+        end if;
+    end process;
+
+    cq12_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_cq <= mux(cq12_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq13_cq, mux(b2l(cq_pop = "00010"), cq14_cq, mux(b2l(cq_pop = "00011"), cq15_cq, cq12_cq))));
+        end if;
+    end process;
+
+    cq12_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_qpn <= mux(cq12_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq13_qpn, mux(b2l(cq_pop = "00010"), cq14_qpn, mux(b2l(cq_pop = "00011"), cq15_qpn, cq12_qpn))));
+        end if;
+    end process;
+
+    cq12_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_wr_id <= mux(cq12_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq13_wr_id, mux(b2l(cq_pop = "00010"), cq14_wr_id, mux(b2l(cq_pop = "00011"), cq15_wr_id, cq12_wr_id))));
+        end if;
+    end process;
+
+    cq12_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_op <= mux(cq12_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq13_op, mux(b2l(cq_pop = "00010"), cq14_op, mux(b2l(cq_pop = "00011"), cq15_op, cq12_op))));
+        end if;
+    end process;
+
+    cq12_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_len <= mux(cq12_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq13_len, mux(b2l(cq_pop = "00010"), cq14_len, mux(b2l(cq_pop = "00011"), cq15_len, cq12_len))));
+        end if;
+    end process;
+
+    cq12_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_sq_ci <= mux(cq12_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq13_sq_ci, mux(b2l(cq_pop = "00010"), cq14_sq_ci, mux(b2l(cq_pop = "00011"), cq15_sq_ci, cq12_sq_ci))));
+        end if;
+    end process;
+
+    cq12_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_txs_pi <= mux(cq12_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq13_txs_pi, mux(b2l(cq_pop = "00010"), cq14_txs_pi, mux(b2l(cq_pop = "00011"), cq15_txs_pi, cq12_txs_pi))));
+        end if;
+    end process;
+
+    cq12_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_noring <= mux(cq12_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq13_noring, mux(b2l(cq_pop = "00010"), cq14_noring, mux(b2l(cq_pop = "00011"), cq15_noring, cq12_noring))));
+        end if;
+    end process;
+
+    cq12_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_flush <= mux(cq12_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq13_flush, mux(b2l(cq_pop = "00010"), cq14_flush, mux(b2l(cq_pop = "00011"), cq15_flush, cq12_flush))));
+        end if;
+    end process;
+
+    cq12_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_prot <= mux(cq12_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq13_prot, mux(b2l(cq_pop = "00010"), cq14_prot, mux(b2l(cq_pop = "00011"), cq15_prot, cq12_prot))));
+        end if;
+    end process;
+
+    cq12_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_rrd <= mux(cq12_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq13_rrd, mux(b2l(cq_pop = "00010"), cq14_rrd, mux(b2l(cq_pop = "00011"), cq15_rrd, cq12_rrd))));
+        end if;
+    end process;
+
+    cq12_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_term <= mux(cq12_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq13_term, mux(b2l(cq_pop = "00010"), cq14_term, mux(b2l(cq_pop = "00011"), cq15_term, cq12_term))));
+        end if;
+    end process;
+
+    cq12_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_blame <= mux(cq12_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq13_blame, mux(b2l(cq_pop = "00010"), cq14_blame, mux(b2l(cq_pop = "00011"), cq15_blame, cq12_blame))));
+        end if;
+    end process;
+
+    cq12_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_mal <= mux(cq12_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq13_mal, mux(b2l(cq_pop = "00010"), cq14_mal, mux(b2l(cq_pop = "00011"), cq15_mal, cq12_mal))));
+        end if;
+    end process;
+
+    cq12_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_cut <= mux(cq12_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq13_cut, mux(b2l(cq_pop = "00010"), cq14_cut, mux(b2l(cq_pop = "00011"), cq15_cut, cq12_cut))));
+        end if;
+    end process;
+
+    cq12_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_wqe <= mux(cq12_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq13_wqe, mux(b2l(cq_pop = "00010"), cq14_wqe, mux(b2l(cq_pop = "00011"), cq15_wqe, cq12_wqe))));
+        end if;
+    end process;
+
+    cq12_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq12_silent <= mux(cq12_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq13_silent, mux(b2l(cq_pop = "00010"), cq14_silent, mux(b2l(cq_pop = "00011"), cq15_silent, cq12_silent))));
+        end if;
+    end process;
+
+    cq13_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_cqe <= mux(cq13_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq14_cqe, mux(b2l(cq_pop = "00010"), cq15_cqe, cq13_cqe)));
+        end if;
+    end process;
+
+    cq13_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_cq <= mux(cq13_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq14_cq, mux(b2l(cq_pop = "00010"), cq15_cq, cq13_cq)));
+        end if;
+    end process;
+
+    cq13_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_qpn <= mux(cq13_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq14_qpn, mux(b2l(cq_pop = "00010"), cq15_qpn, cq13_qpn)));
+        end if;
+    end process;
+
+    cq13_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_wr_id <= mux(cq13_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq14_wr_id, mux(b2l(cq_pop = "00010"), cq15_wr_id, cq13_wr_id)));
+        end if;
+    end process;
+
+    cq13_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_op <= mux(cq13_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq14_op, mux(b2l(cq_pop = "00010"), cq15_op, cq13_op)));
+        end if;
+    end process;
+
+    cq13_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_len <= mux(cq13_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq14_len, mux(b2l(cq_pop = "00010"), cq15_len, cq13_len)));
+        end if;
+    end process;
+
+    cq13_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_sq_ci <= mux(cq13_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq14_sq_ci, mux(b2l(cq_pop = "00010"), cq15_sq_ci, cq13_sq_ci)));
+        end if;
+    end process;
+
+    cq13_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_txs_pi <= mux(cq13_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq14_txs_pi, mux(b2l(cq_pop = "00010"), cq15_txs_pi, cq13_txs_pi)));
+        end if;
+    end process;
+
+    cq13_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_noring <= mux(cq13_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq14_noring, mux(b2l(cq_pop = "00010"), cq15_noring, cq13_noring)));
+        end if;
+    end process;
+
+    cq13_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_flush <= mux(cq13_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq14_flush, mux(b2l(cq_pop = "00010"), cq15_flush, cq13_flush)));
+        end if;
+    end process;
+
+    cq13_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_prot <= mux(cq13_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq14_prot, mux(b2l(cq_pop = "00010"), cq15_prot, cq13_prot)));
+        end if;
+    end process;
+
+    cq13_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_rrd <= mux(cq13_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq14_rrd, mux(b2l(cq_pop = "00010"), cq15_rrd, cq13_rrd)));
+        end if;
+    end process;
+
+    cq13_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_term <= mux(cq13_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq14_term, mux(b2l(cq_pop = "00010"), cq15_term, cq13_term)));
+        end if;
+    end process;
+
+    cq13_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_blame <= mux(cq13_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq14_blame, mux(b2l(cq_pop = "00010"), cq15_blame, cq13_blame)));
+        end if;
+    end process;
+
+    cq13_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_mal <= mux(cq13_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq14_mal, mux(b2l(cq_pop = "00010"), cq15_mal, cq13_mal)));
+        end if;
+    end process;
+
+    cq13_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_cut <= mux(cq13_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq14_cut, mux(b2l(cq_pop = "00010"), cq15_cut, cq13_cut)));
+        end if;
+    end process;
+
+    cq13_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_wqe <= mux(cq13_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq14_wqe, mux(b2l(cq_pop = "00010"), cq15_wqe, cq13_wqe)));
+        end if;
+    end process;
+
+    cq13_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq13_silent <= mux(cq13_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq14_silent, mux(b2l(cq_pop = "00010"), cq15_silent, cq13_silent)));
+        end if;
+    end process;
+
+    cq14_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_cqe <= mux(cq14_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = "00001"), cq15_cqe, cq14_cqe));
+        end if;
+    end process;
+
+    cq14_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_cq <= mux(cq14_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = "00001"), cq15_cq, cq14_cq));
+        end if;
+    end process;
+
+    cq14_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_qpn <= mux(cq14_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = "00001"), cq15_qpn, cq14_qpn));
+        end if;
+    end process;
+
+    cq14_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_wr_id <= mux(cq14_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = "00001"), cq15_wr_id, cq14_wr_id));
+        end if;
+    end process;
+
+    cq14_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_op <= mux(cq14_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = "00001"), cq15_op, cq14_op));
+        end if;
+    end process;
+
+    cq14_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_len <= mux(cq14_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = "00001"), cq15_len, cq14_len));
+        end if;
+    end process;
+
+    cq14_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_sq_ci <= mux(cq14_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = "00001"), cq15_sq_ci, cq14_sq_ci));
+        end if;
+    end process;
+
+    cq14_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_txs_pi <= mux(cq14_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = "00001"), cq15_txs_pi, cq14_txs_pi));
+        end if;
+    end process;
+
+    cq14_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_noring <= mux(cq14_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = "00001"), cq15_noring, cq14_noring));
+        end if;
+    end process;
+
+    cq14_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_flush <= mux(cq14_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = "00001"), cq15_flush, cq14_flush));
+        end if;
+    end process;
+
+    cq14_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_prot <= mux(cq14_push, mux(pub_go, '0', prot or late_prot_flush), mux(b2l(cq_pop = "00001"), cq15_prot, cq14_prot));
+        end if;
+    end process;
+
+    cq14_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_rrd <= mux(cq14_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), mux(b2l(cq_pop = "00001"), cq15_rrd, cq14_rrd));
+        end if;
+    end process;
+
+    cq14_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_term <= mux(cq14_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = "00001"), cq15_term, cq14_term));
+        end if;
+    end process;
+
+    cq14_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_blame <= mux(cq14_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = "00001"), cq15_blame, cq14_blame));
+        end if;
+    end process;
+
+    cq14_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_mal <= mux(cq14_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), mux(b2l(cq_pop = "00001"), cq15_mal, cq14_mal));
+        end if;
+    end process;
+
+    cq14_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_cut <= mux(cq14_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = "00001"), cq15_cut, cq14_cut));
+        end if;
+    end process;
+
+    cq14_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_wqe <= mux(cq14_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), mux(b2l(cq_pop = "00001"), cq15_wqe, cq14_wqe));
+        end if;
+    end process;
+
+    cq14_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq14_silent <= mux(cq14_push, mux(pub_go, '0', term_mode and cur_term_silent), mux(b2l(cq_pop = "00001"), cq15_silent, cq14_silent));
+        end if;
+    end process;
+
+    cq15_cqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_cqe <= mux(cq15_push, mux(pub_go, '0', ((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), cq15_cqe);
+        end if;
+    end process;
+
+    cq15_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_cq <= mux(cq15_push, mux(pub_go, cur_cq, cur_cq), cq15_cq);
+        end if;
+    end process;
+
+    cq15_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_qpn <= mux(cq15_push, mux(pub_go, cur_qp, cur_qp), cq15_qpn);
+        end if;
+    end process;
+
+    cq15_wr_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_wr_id <= mux(cq15_push, mux(pub_go, x"0000000000000000", h_wr_id), cq15_wr_id);
+        end if;
+    end process;
+
+    cq15_op_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_op <= mux(cq15_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), cq15_op);
+        end if;
+    end process;
+
+    cq15_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_len <= mux(cq15_push, mux(pub_go, x"00000000", mux((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), cq15_len);
+        end if;
+    end process;
+
+    cq15_sq_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_sq_ci <= mux(cq15_push, mux(pub_go, cur_sq_ci, new_sq_ci), cq15_sq_ci);
+        end if;
+    end process;
+
+    cq15_txs_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_txs_pi <= mux(cq15_push, mux(pub_go, fpdu_end_off, wb_txs_pi), cq15_txs_pi);
+        end if;
+    end process;
+
+    cq15_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_noring <= mux(cq15_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), cq15_noring);
+        end if;
+    end process;
+
+    cq15_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_flush <= mux(cq15_push, mux(pub_go, '0', flush_err or ret_flush_mode), cq15_flush);
+        end if;
+    end process;
+
+    cq15_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_prot <= mux(cq15_push, mux(pub_go, '0', prot or late_prot_flush), cq15_prot);
+        end if;
+    end process;
+
+    cq15_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_rrd <= mux(cq15_push, mux(pub_go, '0', rsp_mode and (not rsp_keep_ird)), cq15_rrd);
+        end if;
+    end process;
+
+    cq15_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_term <= mux(cq15_push, mux(pub_go, '0', term_mode), cq15_term);
+        end if;
+    end process;
+
+    cq15_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_blame <= mux(cq15_push, mux(pub_go, x"0000", blame_cause), cq15_blame);
+        end if;
+    end process;
+
+    cq15_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_mal <= mux(cq15_push, mux(pub_go, '0', wqe_mal or (late_prot_flush and late_mal_cur)), cq15_mal);
+        end if;
+    end process;
+
+    cq15_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_cut <= mux(cq15_push, mux(pub_go, '0', gf_fault), cq15_cut);
+        end if;
+    end process;
+
+    cq15_wqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_wqe <= mux(cq15_push, mux(pub_go, '0', ((((((flush_err or prot) or late_prot_flush) or ret_flush_mode) or wqe_retires) and (not wqe_fault)) and (not term_mode)) and (not rsp_mode)), cq15_wqe);
+        end if;
+    end process;
+
+    cq15_silent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq15_silent <= mux(cq15_push, mux(pub_go, '0', term_mode and cur_term_silent), cq15_silent);
         end if;
     end process;
 
