@@ -7,11 +7,12 @@ import "math/big"
 // QP's next WQE (two when two are posted and do not wrap the ring) is
 // read ahead into the QP's prefetch entry (one per QP, so QPs never evict
 // each other's), behind whatever dma_rd already has in flight and ahead
-// of the WQE's own payload reads; the QP's next turn finds it there and starts without a
-// WQE read, as from a pushed block. The host may not change a posted block
-// before its WQE completes, and the entry is keyed by QP and SQ index, so
-// a block read ahead is the block the engine would have read when it
-// starts the WQE, which is when the card model reads it. A read ahead
+// of the WQE's own payload reads; the QP's next turn finds it there and
+// starts without a WQE read, as from a pushed block. The host may not
+// change a posted block before its WQE completes, and the entry is the
+// QP's and keyed by SQ index, so a block read ahead is the block the
+// engine would have read when it starts the WQE, which is when the card
+// model reads it. A read ahead
 // that gets an error response is dropped without a fault: the engine
 // reads the block itself, and faults as the model does.
 //
@@ -75,7 +76,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	if in.QB != EB {
 		panic("gen: card_tx prefetch: one entry per QP")
 	}
-	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, q, "") }
+	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, q, "a QP's entry: its number") }
 	// The entries of the read aheads in flight, in issue order: dma_rd
 	// returns requests whole and in that order, so the head names the
 	// entry of the read ahead whose beats come next. Loads stop while it

@@ -972,7 +972,7 @@ architecture rtl of card_tx_w512 is
     signal pf_inflight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a read ahead of the entry is in flight
     signal pf_want : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry's read in flight is still wanted
     signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry holds its QP's next first block
-    signal pf_cur_slot : std_logic_vector(9 downto 0);
+    signal pf_cur_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_cur_qp : std_logic_vector(9 downto 0);
     signal pf_cur_1h : std_logic_vector(1023 downto 0);
     signal pf_req_v : std_logic := '0';      -- the engine's read ahead waits for dma_rd
@@ -980,7 +980,7 @@ architecture rtl of card_tx_w512 is
     signal pf_load : std_logic;              -- a read ahead of the engine's QP's next WQE is queued
     signal pf_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
     signal pf_two : std_logic;
-    signal pf_db_slot : std_logic_vector(9 downto 0);
+    signal pf_db_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_db_qp : std_logic_vector(9 downto 0);
     signal pf_db_1h : std_logic_vector(1023 downto 0);
     signal pf_dbreq_v : std_logic := '0';    -- a doorbell's read ahead waits for dma_rd
@@ -996,7 +996,7 @@ architecture rtl of card_tx_w512 is
     signal pf_dbreq_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
     signal pf_dbreq_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_dbreq_two : std_logic;         -- two blocks
-    signal pf_pop_slot : std_logic_vector(9 downto 0);
+    signal pf_pop_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_tag_rd : std_logic_vector(16 downto 0); -- read data of pf_tag
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
     signal pf_land_err : std_logic := '0';   -- a beat of the landing read ahead got an error response
@@ -1013,7 +1013,7 @@ architecture rtl of card_tx_w512 is
     signal pf_landing_1h : std_logic_vector(1023 downto 0);
     signal pf_load_1h : std_logic_vector(1023 downto 0);
     signal pf_land_1h : std_logic_vector(1023 downto 0);
-    signal pf_create_slot : std_logic_vector(9 downto 0);
+    signal pf_create_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_created_qp : std_logic_vector(9 downto 0);
     signal pf_created_1h : std_logic_vector(1023 downto 0);
     signal pf_clear_1h : std_logic_vector(1023 downto 0);

@@ -937,7 +937,7 @@ module card_tx_w64 (
     reg  [1023:0]  pf_inflight;              // a read ahead of the entry is in flight
     reg  [1023:0]  pf_want;                  // the entry's read in flight is still wanted
     reg  [1023:0]  pf_valid;                 // the entry holds its QP's next first block
-    wire [9:0]     pf_cur_slot;
+    wire [9:0]     pf_cur_slot;              // a QP's entry: its number
     wire [9:0]     pf_cur_qp;
     wire [1023:0]  pf_cur_1h;
     reg            pf_req_v;                 // the engine's read ahead waits for dma_rd
@@ -945,7 +945,7 @@ module card_tx_w64 (
     wire           pf_load;                  // a read ahead of the engine's QP's next WQE is queued
     wire [15:0]    pf_posted;                // blocks posted from the next WQE on
     wire           pf_two;
-    wire [9:0]     pf_db_slot;
+    wire [9:0]     pf_db_slot;               // a QP's entry: its number
     wire [9:0]     pf_db_qp;
     wire [1023:0]  pf_db_1h;
     reg            pf_dbreq_v;               // a doorbell's read ahead waits for dma_rd
@@ -961,7 +961,7 @@ module card_tx_w64 (
     reg  [15:0]    pf_dbreq_idx;             // its SQ block (masked)
     reg  [57:0]    pf_dbreq_base;            // its SQ's base, bits 63:6
     reg            pf_dbreq_two;             // two blocks
-    wire [9:0]     pf_pop_slot;
+    wire [9:0]     pf_pop_slot;              // a QP's entry: its number
     reg  [16:0]    pf_tag_rd;                // read data of pf_tag
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
     reg            pf_land_err;              // a beat of the landing read ahead got an error response
@@ -978,7 +978,7 @@ module card_tx_w64 (
     wire [1023:0]  pf_landing_1h;
     wire [1023:0]  pf_load_1h;
     wire [1023:0]  pf_land_1h;
-    wire [9:0]     pf_create_slot;
+    wire [9:0]     pf_create_slot;           // a QP's entry: its number
     wire [9:0]     pf_created_qp;
     wire [1023:0]  pf_created_1h;
     wire [1023:0]  pf_clear_1h;

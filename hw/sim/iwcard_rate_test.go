@@ -79,7 +79,7 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 					// The driver's turn, not counted: the CQEs consumed and
 					// the transmit rings drained.
 					require.NoError(b, wb.rtl.RunUntil(func() bool { return wb.rtl.Outstanding() == 0 }, 100_000))
-					for n := uint32(1); n <= wcNCQ; n++ {
+					for n := uint32(1); n <= wcNCQ; n++ { // the QPs alternate between the CQs: half the CQEs each
 						require.NoError(b, wb.rtl.RegWrite(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, uint32(cqes/wcNCQ)))
 					}
 					for _, q := range wb.qps {
