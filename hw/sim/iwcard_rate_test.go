@@ -60,6 +60,7 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 				wqe := inlineWQE(c.op, size)
 				var cycles uint64
 				wqes := 0
+				st0 := wb.rtl.Stats()
 				b.ResetTimer()
 				for cycles < uint64(b.N) {
 					start, want := wb.rtl.Cycles(), cqes+nqp*burst
@@ -89,6 +90,11 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 				}
 				b.ReportMetric(float64(cycles)/float64(wqes), "cycles/WQE")
 				b.ReportMetric(float64(wqes)/float64(cycles), "WQEs/cycle")
+				// The bus each WQE takes (WQE reads; ring, status and CQE
+				// writes): what bounds the rate at narrow widths.
+				st := wb.rtl.Stats()
+				b.ReportMetric(float64(st.ReadBeats-st0.ReadBeats)/float64(wqes), "Rbeats/WQE")
+				b.ReportMetric(float64(st.WriteBeats-st0.WriteBeats)/float64(wqes), "Wbeats/WQE")
 			})
 		}
 	}
