@@ -1,6 +1,9 @@
 package gen
 
-import "math/big"
+import (
+	"fmt"
+	"math/big"
+)
 
 // card_tx's WQE prefetcher. As soon as the engine knows a WQE's size
 // (txHdr) on a live QP with more posted behind it, the first block of the
@@ -19,14 +22,16 @@ import "math/big"
 // An SQ_PI doorbell that posts the first WQE of a live QP with nothing
 // else posted (the engine has started every block before it and does not
 // hold the QP) reads that WQE ahead too, so that QPs rung together have
-// their first WQEs read together rather than one turn at a time. The
-// engine's read ahead goes first: a doorbell's is skipped when both come
-// in one cycle or its entry has a read in flight.
+// their first WQEs read together rather than one turn at a time. Both
+// kinds wait for dma_rd in one queue; the engine's goes first: a
+// doorbell's is skipped when both come in one cycle or its entry has a
+// read in flight.
 
 const (
 	CardTxPrefetch = CardTxQPs // prefetch entries: one per QP
 	cardTxPfTag    = 2         // dma_rd tag bit 1: a prefetch
 	cardTxPfFlight = 128       // read aheads in flight at most (their entries, in issue order)
+	cardTxPfQueue  = 32        // read aheads queued for dma_rd
 )
 
 // txPrefetchIn is what the prefetcher needs of card_tx.
@@ -87,7 +92,21 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	}
 	flTail := m.RegDecl("pf_flight_tail", FB+1, "read aheads issued to dma_rd")
 	flHead := m.RegDecl("pf_flight_head", FB+1, "read aheads landed")
-	flRoom := m.WireOf("pf_flight_room", Lt(Sub(flTail, flHead), C(FB+1, cardTxPfFlight-2)), "the flight queue can take both request registers")
+	// Read aheads queued for dma_rd, the engine's and the doorbell's in
+	// the order they came (a circular buffer of registers): while dma_rd
+	// is backed up (at 64 bits its reorder buffer holds 32 two-block
+	// reads) they wait here rather than being skipped.
+	const QDB = 5
+	if 1<<QDB != cardTxPfQueue {
+		panic("gen: card_tx prefetch request queue size")
+	}
+	qWP := m.RegDecl("pf_q_wp", QDB+1, "read aheads queued")
+	qRP := m.RegDecl("pf_q_rp", QDB+1, "read aheads issued")
+	qCount := m.WireOf("pf_q_count", Sub(qWP, qRP), "")
+	reqV := m.WireOf("pf_req_v", RedOr(qCount), "a read ahead waits for dma_rd")
+	flUsed := m.WireOf("pf_flight_used", Add(zext(Sub(flTail, flHead), FB+2), zext(qCount, FB+2)), "read aheads in flight or queued")
+	flRoom := m.WireOf("pf_flight_room", And(Lt(flUsed, C(FB+2, cardTxPfFlight-1)), Lt(qCount, C(QDB+1, cardTxPfQueue))),
+		"both queues can take a read ahead")
 	// Per entry: a read in flight (fl), still wanted (want: not used,
 	// stale or dropped since), and a block held (v). A read is issued only
 	// to an entry with none in flight, so a response lands in the entry
@@ -97,10 +116,8 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	v := m.RegDecl("pf_valid", E, "the entry holds its QP's next first block")
 	curSlot := slotOf("pf_cur_slot", in.qp)
 	curHot := oneHot(m, "pf_cur", curSlot, E)
-	reqV := m.RegDecl("pf_req_v", 1, "the engine's read ahead waits for dma_rd")
 	flCur := m.WireOf("pf_cur_inflight", RedOr(And(fl, curHot)), "")
-	load := m.WireOf("pf_load", And(in.load, Not(reqV), Not(flCur), flRoom), "a read ahead of the engine's QP's next WQE is queued")
-	m.Drive(reqV, big.NewInt(0), Or(load, And(reqV, Not(in.reqGrant))), nil)
+	load := m.WireOf("pf_load", And(in.load, Not(flCur), flRoom), "a read ahead of the engine's QP's next WQE is queued")
 	// Two blocks are read when two are posted and they do not wrap the
 	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
 	// with no read at all).
@@ -109,26 +126,34 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 		return m.WireOf(name+"_two", And(Not(Lt(posted, C(16, 2))), Ne(And(next, mask), mask)), "")
 	}
 	two := twoOf("pf", in.pi, in.next, in.sqMask)
-	// A doorbell's read ahead has its own request register, served after
-	// the engine's.
+	// A doorbell's read ahead is queued unless the engine's is this cycle.
 	dbSlot := slotOf("pf_db_slot", in.dbQP)
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
-	dbReqV := m.RegDecl("pf_dbreq_v", 1, "a doorbell's read ahead waits for dma_rd")
-	dbGrant := m.WireOf("pf_dbreq_grant", And(in.reqGrant, Not(reqV)), "")
-	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(dbReqV), Not(RedOr(And(fl, dbHot))), flRoom), "a doorbell's read ahead is queued")
-	m.Drive(dbReqV, big.NewInt(0), Or(dbLoad, And(dbReqV, Not(dbGrant))), nil)
+	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(RedOr(And(fl, dbHot))), flRoom), "a doorbell's read ahead is queued")
 	dbTwo := twoOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask)
-	reqSlot := m.Reg("pf_req_slot", EB, nil, curSlot, load, "the engine's read ahead: its entry")
-	reqIdx := m.Reg("pf_req_idx", 16, nil, And(in.next, in.sqMask), load, "its SQ block (masked)")
-	reqBase := m.Reg("pf_req_base", 58, nil, in.sqBase, load, "its SQ's base, bits 63:6")
-	reqTwo := m.Reg("pf_req_two", 1, nil, two, load, "two blocks")
-	dbReqSlot := m.Reg("pf_dbreq_slot", EB, nil, dbSlot, dbLoad, "the doorbell's read ahead: its entry")
-	dbReqIdx := m.Reg("pf_dbreq_idx", 16, nil, And(in.dbNext, in.dbSQMask), dbLoad, "its SQ block (masked)")
-	dbReqBase := m.Reg("pf_dbreq_base", 58, nil, in.dbSQBase, dbLoad, "its SQ's base, bits 63:6")
-	dbReqTwo := m.Reg("pf_dbreq_two", 1, nil, dbTwo, dbLoad, "two blocks")
+	push := m.WireOf("pf_q_push", Or(load, dbLoad), "")
+	pSlot := m.WireOf("pf_q_in_slot", Sel(load, curSlot, dbSlot), "")
+	pIdx := m.WireOf("pf_q_in_idx", Sel(load, And(in.next, in.sqMask), And(in.dbNext, in.dbSQMask)), "")
+	pBase := m.WireOf("pf_q_in_base", Sel(load, in.sqBase, in.dbSQBase), "")
+	pTwo := m.WireOf("pf_q_in_two", Sel(load, two, dbTwo), "")
+	var qSlots, qIdxs, qBases, qTwos []Expr
+	for i := 0; i < cardTxPfQueue; i++ {
+		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Eq(Bits(qWP, QDB-1, 0), C(QDB, uint64(i)))), "")
+		qSlots = append(qSlots, m.Reg(fmt.Sprintf("pf_q%d_slot", i), EB, nil, pSlot, at, "the read ahead's entry"))
+		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, pIdx, at, "its SQ block (masked)"))
+		qBases = append(qBases, m.Reg(fmt.Sprintf("pf_q%d_base", i), 58, nil, pBase, at, "its SQ's base, bits 63:6"))
+		qTwos = append(qTwos, m.Reg(fmt.Sprintf("pf_q%d_two", i), 1, nil, pTwo, at, "two blocks"))
+	}
+	m.Drive(qWP, big.NewInt(0), Add(qWP, zext(push, QDB+1)), nil)
+	m.Drive(qRP, big.NewInt(0), Add(qRP, zext(in.reqGrant, QDB+1)), nil)
+	hSel := selBits(qRP, 0, QDB)
+	reqSlot := m.WireOf("pf_req_slot", muxTree(hSel, qSlots), "the head read ahead's entry")
+	reqIdx := m.WireOf("pf_req_idx", muxTree(hSel, qIdxs), "")
+	reqBase := m.WireOf("pf_req_base", muxTree(hSel, qBases), "")
+	reqTwo := m.WireOf("pf_req_two", muxTree(hSel, qTwos), "")
 	popSlot := slotOf("pf_pop_slot", in.popped)
 	// The entry's key: the unmasked SQ index the engine will start at.
-	tags := m.Mem("pf_tag", 17, E, Or(load, dbLoad), Sel(load, curSlot, dbSlot),
+	tags := m.Mem("pf_tag", 17, E, push, pSlot,
 		Sel(load, Cat(two, in.next), Cat(dbTwo, in.dbNext)), nil, popSlot,
 		"per entry: {two blocks, SQ index} of the blocks read ahead")
 	// The landing: dma_rd returns requests whole and in issue order, so
@@ -141,7 +166,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Drive(flTail, big.NewInt(0), Add(flTail, zext(in.reqGrant, FB+1)), nil)
 	flHeadNext := m.WireOf("pf_flight_head_next", Add(flHead, zext(land, FB+1)), "")
 	m.Drive(flHead, big.NewInt(0), flHeadNext, nil)
-	landSlot := m.Mem("pf_flight", EB, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), Sel(reqV, reqSlot, dbReqSlot), nil, Bits(flHeadNext, FB-1, 0),
+	landSlot := m.Mem("pf_flight", EB, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), reqSlot, nil, Bits(flHeadNext, FB-1, 0),
 		"the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)")
 	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
 	// The beats so far, the latest on top: at the last beat of a two-block
@@ -185,10 +210,9 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	match := m.WireOf("pf_match", And(vPop, Eq(tagIdx, in.ctxNext)), "")
 	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
 	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
-	addr := m.WireOf("pf_req_addr", Sel(reqV, Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))),
-		Add(Cat(dbReqBase, C(6, 0)), Cat(C(42, 0), dbReqIdx, C(6, 0)))), "")
+	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
 	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
-	return txPrefetch{reqV: m.WireOf("pf_any_req", Or(reqV, dbReqV), ""), reqAddr: addr,
-		reqLen: Sel(Sel(reqV, reqTwo, dbReqTwo), C(16, 127), C(16, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
+	return txPrefetch{reqV: reqV, reqAddr: addr,
+		reqLen: Sel(reqTwo, C(16, 127), C(16, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
 		beat: beat, hit: hit, two: hit2, data: data}
 }

@@ -937,14 +937,18 @@ module card_tx_w512 (
     wire           pf_db_first;              // an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     reg  [7:0]     pf_flight_tail;           // read aheads issued to dma_rd
     reg  [7:0]     pf_flight_head;           // read aheads landed
-    wire           pf_flight_room;           // the flight queue can take both request registers
+    reg  [5:0]     pf_q_wp;                  // read aheads queued
+    reg  [5:0]     pf_q_rp;                  // read aheads issued
+    wire [5:0]     pf_q_count;
+    wire           pf_req_v;                 // a read ahead waits for dma_rd
+    wire [8:0]     pf_flight_used;           // read aheads in flight or queued
+    wire           pf_flight_room;           // both queues can take a read ahead
     reg  [1023:0]  pf_inflight;              // a read ahead of the entry is in flight
     reg  [1023:0]  pf_want;                  // the entry's read in flight is still wanted
     reg  [1023:0]  pf_valid;                 // the entry holds its QP's next first block
     wire [9:0]     pf_cur_slot;              // a QP's entry: its number
     wire [9:0]     pf_cur_qp;
     wire [1023:0]  pf_cur_1h;
-    reg            pf_req_v;                 // the engine's read ahead waits for dma_rd
     wire           pf_cur_inflight;
     wire           pf_load;                  // a read ahead of the engine's QP's next WQE is queued
     wire [15:0]    pf_posted;                // blocks posted from the next WQE on
@@ -952,19 +956,178 @@ module card_tx_w512 (
     wire [9:0]     pf_db_slot;               // a QP's entry: its number
     wire [9:0]     pf_db_qp;
     wire [1023:0]  pf_db_1h;
-    reg            pf_dbreq_v;               // a doorbell's read ahead waits for dma_rd
-    wire           pf_dbreq_grant;
     wire           pf_db_load;               // a doorbell's read ahead is queued
     wire [15:0]    pf_db_posted;             // blocks posted from the next WQE on
     wire           pf_db_two;
-    reg  [9:0]     pf_req_slot;              // the engine's read ahead: its entry
-    reg  [15:0]    pf_req_idx;               // its SQ block (masked)
-    reg  [57:0]    pf_req_base;              // its SQ's base, bits 63:6
-    reg            pf_req_two;               // two blocks
-    reg  [9:0]     pf_dbreq_slot;            // the doorbell's read ahead: its entry
-    reg  [15:0]    pf_dbreq_idx;             // its SQ block (masked)
-    reg  [57:0]    pf_dbreq_base;            // its SQ's base, bits 63:6
-    reg            pf_dbreq_two;             // two blocks
+    wire           pf_q_push;
+    wire [9:0]     pf_q_in_slot;
+    wire [15:0]    pf_q_in_idx;
+    wire [57:0]    pf_q_in_base;
+    wire           pf_q_in_two;
+    wire           pf_q0_w;
+    reg  [9:0]     pf_q0_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q0_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q0_base;               // its SQ's base, bits 63:6
+    reg            pf_q0_two;                // two blocks
+    wire           pf_q1_w;
+    reg  [9:0]     pf_q1_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q1_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q1_base;               // its SQ's base, bits 63:6
+    reg            pf_q1_two;                // two blocks
+    wire           pf_q2_w;
+    reg  [9:0]     pf_q2_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q2_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q2_base;               // its SQ's base, bits 63:6
+    reg            pf_q2_two;                // two blocks
+    wire           pf_q3_w;
+    reg  [9:0]     pf_q3_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q3_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q3_base;               // its SQ's base, bits 63:6
+    reg            pf_q3_two;                // two blocks
+    wire           pf_q4_w;
+    reg  [9:0]     pf_q4_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q4_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q4_base;               // its SQ's base, bits 63:6
+    reg            pf_q4_two;                // two blocks
+    wire           pf_q5_w;
+    reg  [9:0]     pf_q5_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q5_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q5_base;               // its SQ's base, bits 63:6
+    reg            pf_q5_two;                // two blocks
+    wire           pf_q6_w;
+    reg  [9:0]     pf_q6_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q6_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q6_base;               // its SQ's base, bits 63:6
+    reg            pf_q6_two;                // two blocks
+    wire           pf_q7_w;
+    reg  [9:0]     pf_q7_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q7_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q7_base;               // its SQ's base, bits 63:6
+    reg            pf_q7_two;                // two blocks
+    wire           pf_q8_w;
+    reg  [9:0]     pf_q8_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q8_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q8_base;               // its SQ's base, bits 63:6
+    reg            pf_q8_two;                // two blocks
+    wire           pf_q9_w;
+    reg  [9:0]     pf_q9_slot;               // the read ahead's entry
+    reg  [15:0]    pf_q9_idx;                // its SQ block (masked)
+    reg  [57:0]    pf_q9_base;               // its SQ's base, bits 63:6
+    reg            pf_q9_two;                // two blocks
+    wire           pf_q10_w;
+    reg  [9:0]     pf_q10_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q10_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q10_base;              // its SQ's base, bits 63:6
+    reg            pf_q10_two;               // two blocks
+    wire           pf_q11_w;
+    reg  [9:0]     pf_q11_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q11_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q11_base;              // its SQ's base, bits 63:6
+    reg            pf_q11_two;               // two blocks
+    wire           pf_q12_w;
+    reg  [9:0]     pf_q12_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q12_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q12_base;              // its SQ's base, bits 63:6
+    reg            pf_q12_two;               // two blocks
+    wire           pf_q13_w;
+    reg  [9:0]     pf_q13_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q13_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q13_base;              // its SQ's base, bits 63:6
+    reg            pf_q13_two;               // two blocks
+    wire           pf_q14_w;
+    reg  [9:0]     pf_q14_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q14_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q14_base;              // its SQ's base, bits 63:6
+    reg            pf_q14_two;               // two blocks
+    wire           pf_q15_w;
+    reg  [9:0]     pf_q15_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q15_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q15_base;              // its SQ's base, bits 63:6
+    reg            pf_q15_two;               // two blocks
+    wire           pf_q16_w;
+    reg  [9:0]     pf_q16_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q16_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q16_base;              // its SQ's base, bits 63:6
+    reg            pf_q16_two;               // two blocks
+    wire           pf_q17_w;
+    reg  [9:0]     pf_q17_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q17_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q17_base;              // its SQ's base, bits 63:6
+    reg            pf_q17_two;               // two blocks
+    wire           pf_q18_w;
+    reg  [9:0]     pf_q18_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q18_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q18_base;              // its SQ's base, bits 63:6
+    reg            pf_q18_two;               // two blocks
+    wire           pf_q19_w;
+    reg  [9:0]     pf_q19_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q19_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q19_base;              // its SQ's base, bits 63:6
+    reg            pf_q19_two;               // two blocks
+    wire           pf_q20_w;
+    reg  [9:0]     pf_q20_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q20_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q20_base;              // its SQ's base, bits 63:6
+    reg            pf_q20_two;               // two blocks
+    wire           pf_q21_w;
+    reg  [9:0]     pf_q21_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q21_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q21_base;              // its SQ's base, bits 63:6
+    reg            pf_q21_two;               // two blocks
+    wire           pf_q22_w;
+    reg  [9:0]     pf_q22_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q22_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q22_base;              // its SQ's base, bits 63:6
+    reg            pf_q22_two;               // two blocks
+    wire           pf_q23_w;
+    reg  [9:0]     pf_q23_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q23_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q23_base;              // its SQ's base, bits 63:6
+    reg            pf_q23_two;               // two blocks
+    wire           pf_q24_w;
+    reg  [9:0]     pf_q24_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q24_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q24_base;              // its SQ's base, bits 63:6
+    reg            pf_q24_two;               // two blocks
+    wire           pf_q25_w;
+    reg  [9:0]     pf_q25_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q25_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q25_base;              // its SQ's base, bits 63:6
+    reg            pf_q25_two;               // two blocks
+    wire           pf_q26_w;
+    reg  [9:0]     pf_q26_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q26_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q26_base;              // its SQ's base, bits 63:6
+    reg            pf_q26_two;               // two blocks
+    wire           pf_q27_w;
+    reg  [9:0]     pf_q27_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q27_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q27_base;              // its SQ's base, bits 63:6
+    reg            pf_q27_two;               // two blocks
+    wire           pf_q28_w;
+    reg  [9:0]     pf_q28_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q28_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q28_base;              // its SQ's base, bits 63:6
+    reg            pf_q28_two;               // two blocks
+    wire           pf_q29_w;
+    reg  [9:0]     pf_q29_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q29_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q29_base;              // its SQ's base, bits 63:6
+    reg            pf_q29_two;               // two blocks
+    wire           pf_q30_w;
+    reg  [9:0]     pf_q30_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q30_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q30_base;              // its SQ's base, bits 63:6
+    reg            pf_q30_two;               // two blocks
+    wire           pf_q31_w;
+    reg  [9:0]     pf_q31_slot;              // the read ahead's entry
+    reg  [15:0]    pf_q31_idx;               // its SQ block (masked)
+    reg  [57:0]    pf_q31_base;              // its SQ's base, bits 63:6
+    reg            pf_q31_two;               // two blocks
+    wire [9:0]     pf_req_slot;              // the head read ahead's entry
+    wire [15:0]    pf_req_idx;
+    wire [57:0]    pf_req_base;
+    wire           pf_req_two;
     wire [9:0]     pf_pop_slot;              // a QP's entry: its number
     reg  [16:0]    pf_tag_rd;                // read data of pf_tag
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
@@ -995,7 +1158,6 @@ module card_tx_w512 (
     reg            pf_hit_two;               // ... and the block after it
     wire [63:0]    pf_req_addr;
     wire           pf_unused;                // tag bits the prefetch does not use
-    wire           pf_any_req;
     wire           rd_eng_req;               // the engine or the gather asks for a read
     wire           ddp_s_valid;
     wire           ddp_s_go;
@@ -11497,7 +11659,10 @@ module card_tx_w512 (
     assign pf_load_go = (((((in_state5 & cur_live) & ~ret_or_flush) & ~wqe_rd_err) & ~wait_read) & bbs_ok) & ({12'h000, h_bbs} < avail);
     assign pf_next = cur_sq_next + {12'h000, h_bbs};
     assign pf_db_first = (((((db_fire & db_is_sq) & ~db_bad) & (db_old_pi == sq_db_rd[31:16])) & (db_new_pi != db_old_pi)) & (qp_state_d_rd == 2'h1)) & (in_state0 | (db_qp != cur_qp));
-    assign pf_flight_room = (pf_flight_tail - pf_flight_head) < 8'h7e;
+    assign pf_q_count = pf_q_wp - pf_q_rp;
+    assign pf_req_v = |pf_q_count;
+    assign pf_flight_used = {1'h0, pf_flight_tail - pf_flight_head} + {3'h0, pf_q_count};
+    assign pf_flight_room = (pf_flight_used < 9'h07f) & (pf_q_count < 6'h20);
     assign pf_cur_slot = cur_qp;
     assign pf_cur_qp = pf_cur_slot;
     assign pf_cur_1h = {
@@ -12527,7 +12692,7 @@ module card_tx_w512 (
         pf_cur_qp == 10'h000
     };
     assign pf_cur_inflight = |(pf_inflight & pf_cur_1h);
-    assign pf_load = ((pf_load_go & ~pf_req_v) & ~pf_cur_inflight) & pf_flight_room;
+    assign pf_load = (pf_load_go & ~pf_cur_inflight) & pf_flight_room;
     assign pf_posted = cur_sq_pi - pf_next;
     assign pf_two = ~(pf_posted < 16'h0002) & ((pf_next & sq_mask) != sq_mask);
     assign pf_db_slot = db_qp;
@@ -13558,8 +13723,7 @@ module card_tx_w512 (
         pf_db_qp == 10'h001,
         pf_db_qp == 10'h000
     };
-    assign pf_dbreq_grant = pf_grant & ~pf_req_v;
-    assign pf_db_load = (((pf_db_first & ~pf_load) & ~pf_dbreq_v) & ~|(pf_inflight & pf_db_1h)) & pf_flight_room;
+    assign pf_db_load = ((pf_db_first & ~pf_load) & ~|(pf_inflight & pf_db_1h)) & pf_flight_room;
     assign pf_db_posted = db_new_pi - db_old_pi;
     assign pf_db_two = ~(pf_db_posted < 16'h0002) & ((db_old_pi & {
         5'h0f < sq_log_db_rd,
@@ -13596,6 +13760,64 @@ module card_tx_w512 (
         5'h01 < sq_log_db_rd,
         5'h00 < sq_log_db_rd
     });
+    assign pf_q_push = pf_load | pf_db_load;
+    assign pf_q_in_slot = pf_load ? pf_cur_slot : pf_db_slot;
+    assign pf_q_in_idx = pf_load ? (pf_next & sq_mask) : (db_old_pi & {
+        5'h0f < sq_log_db_rd,
+        5'h0e < sq_log_db_rd,
+        5'h0d < sq_log_db_rd,
+        5'h0c < sq_log_db_rd,
+        5'h0b < sq_log_db_rd,
+        5'h0a < sq_log_db_rd,
+        5'h09 < sq_log_db_rd,
+        5'h08 < sq_log_db_rd,
+        5'h07 < sq_log_db_rd,
+        5'h06 < sq_log_db_rd,
+        5'h05 < sq_log_db_rd,
+        5'h04 < sq_log_db_rd,
+        5'h03 < sq_log_db_rd,
+        5'h02 < sq_log_db_rd,
+        5'h01 < sq_log_db_rd,
+        5'h00 < sq_log_db_rd
+    });
+    assign pf_q_in_base = pf_load ? cur_sq_base : sq_base_db_rd;
+    assign pf_q_in_two = pf_load ? pf_two : pf_db_two;
+    assign pf_q0_w = pf_q_push & (pf_q_wp[4:0] == 5'h00);
+    assign pf_q1_w = pf_q_push & (pf_q_wp[4:0] == 5'h01);
+    assign pf_q2_w = pf_q_push & (pf_q_wp[4:0] == 5'h02);
+    assign pf_q3_w = pf_q_push & (pf_q_wp[4:0] == 5'h03);
+    assign pf_q4_w = pf_q_push & (pf_q_wp[4:0] == 5'h04);
+    assign pf_q5_w = pf_q_push & (pf_q_wp[4:0] == 5'h05);
+    assign pf_q6_w = pf_q_push & (pf_q_wp[4:0] == 5'h06);
+    assign pf_q7_w = pf_q_push & (pf_q_wp[4:0] == 5'h07);
+    assign pf_q8_w = pf_q_push & (pf_q_wp[4:0] == 5'h08);
+    assign pf_q9_w = pf_q_push & (pf_q_wp[4:0] == 5'h09);
+    assign pf_q10_w = pf_q_push & (pf_q_wp[4:0] == 5'h0a);
+    assign pf_q11_w = pf_q_push & (pf_q_wp[4:0] == 5'h0b);
+    assign pf_q12_w = pf_q_push & (pf_q_wp[4:0] == 5'h0c);
+    assign pf_q13_w = pf_q_push & (pf_q_wp[4:0] == 5'h0d);
+    assign pf_q14_w = pf_q_push & (pf_q_wp[4:0] == 5'h0e);
+    assign pf_q15_w = pf_q_push & (pf_q_wp[4:0] == 5'h0f);
+    assign pf_q16_w = pf_q_push & (pf_q_wp[4:0] == 5'h10);
+    assign pf_q17_w = pf_q_push & (pf_q_wp[4:0] == 5'h11);
+    assign pf_q18_w = pf_q_push & (pf_q_wp[4:0] == 5'h12);
+    assign pf_q19_w = pf_q_push & (pf_q_wp[4:0] == 5'h13);
+    assign pf_q20_w = pf_q_push & (pf_q_wp[4:0] == 5'h14);
+    assign pf_q21_w = pf_q_push & (pf_q_wp[4:0] == 5'h15);
+    assign pf_q22_w = pf_q_push & (pf_q_wp[4:0] == 5'h16);
+    assign pf_q23_w = pf_q_push & (pf_q_wp[4:0] == 5'h17);
+    assign pf_q24_w = pf_q_push & (pf_q_wp[4:0] == 5'h18);
+    assign pf_q25_w = pf_q_push & (pf_q_wp[4:0] == 5'h19);
+    assign pf_q26_w = pf_q_push & (pf_q_wp[4:0] == 5'h1a);
+    assign pf_q27_w = pf_q_push & (pf_q_wp[4:0] == 5'h1b);
+    assign pf_q28_w = pf_q_push & (pf_q_wp[4:0] == 5'h1c);
+    assign pf_q29_w = pf_q_push & (pf_q_wp[4:0] == 5'h1d);
+    assign pf_q30_w = pf_q_push & (pf_q_wp[4:0] == 5'h1e);
+    assign pf_q31_w = pf_q_push & (pf_q_wp[4:0] == 5'h1f);
+    assign pf_req_slot = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_slot : pf_q30_slot) : (pf_q_rp[0] ? pf_q29_slot : pf_q28_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_slot : pf_q26_slot) : (pf_q_rp[0] ? pf_q25_slot : pf_q24_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_slot : pf_q22_slot) : (pf_q_rp[0] ? pf_q21_slot : pf_q20_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_slot : pf_q18_slot) : (pf_q_rp[0] ? pf_q17_slot : pf_q16_slot)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_slot : pf_q14_slot) : (pf_q_rp[0] ? pf_q13_slot : pf_q12_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_slot : pf_q10_slot) : (pf_q_rp[0] ? pf_q9_slot : pf_q8_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_slot : pf_q6_slot) : (pf_q_rp[0] ? pf_q5_slot : pf_q4_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_slot : pf_q2_slot) : (pf_q_rp[0] ? pf_q1_slot : pf_q0_slot))));
+    assign pf_req_idx = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_idx : pf_q30_idx) : (pf_q_rp[0] ? pf_q29_idx : pf_q28_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_idx : pf_q26_idx) : (pf_q_rp[0] ? pf_q25_idx : pf_q24_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_idx : pf_q22_idx) : (pf_q_rp[0] ? pf_q21_idx : pf_q20_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_idx : pf_q18_idx) : (pf_q_rp[0] ? pf_q17_idx : pf_q16_idx)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_idx : pf_q14_idx) : (pf_q_rp[0] ? pf_q13_idx : pf_q12_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_idx : pf_q10_idx) : (pf_q_rp[0] ? pf_q9_idx : pf_q8_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_idx : pf_q6_idx) : (pf_q_rp[0] ? pf_q5_idx : pf_q4_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_idx : pf_q2_idx) : (pf_q_rp[0] ? pf_q1_idx : pf_q0_idx))));
+    assign pf_req_base = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_base : pf_q30_base) : (pf_q_rp[0] ? pf_q29_base : pf_q28_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_base : pf_q26_base) : (pf_q_rp[0] ? pf_q25_base : pf_q24_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_base : pf_q22_base) : (pf_q_rp[0] ? pf_q21_base : pf_q20_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_base : pf_q18_base) : (pf_q_rp[0] ? pf_q17_base : pf_q16_base)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_base : pf_q14_base) : (pf_q_rp[0] ? pf_q13_base : pf_q12_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_base : pf_q10_base) : (pf_q_rp[0] ? pf_q9_base : pf_q8_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_base : pf_q6_base) : (pf_q_rp[0] ? pf_q5_base : pf_q4_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_base : pf_q2_base) : (pf_q_rp[0] ? pf_q1_base : pf_q0_base))));
+    assign pf_req_two = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_two : pf_q30_two) : (pf_q_rp[0] ? pf_q29_two : pf_q28_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_two : pf_q26_two) : (pf_q_rp[0] ? pf_q25_two : pf_q24_two))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_two : pf_q22_two) : (pf_q_rp[0] ? pf_q21_two : pf_q20_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_two : pf_q18_two) : (pf_q_rp[0] ? pf_q17_two : pf_q16_two)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_two : pf_q14_two) : (pf_q_rp[0] ? pf_q13_two : pf_q12_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_two : pf_q10_two) : (pf_q_rp[0] ? pf_q9_two : pf_q8_two))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_two : pf_q6_two) : (pf_q_rp[0] ? pf_q5_two : pf_q4_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_two : pf_q2_two) : (pf_q_rp[0] ? pf_q1_two : pf_q0_two))));
     assign pf_pop_slot = sched_rd;
     assign pf_beat = rd_tvalid_all & rd_ttag[1];
     assign pf_land = pf_beat & rd_tlast;
@@ -16693,18 +16915,17 @@ module card_tx_w512 (
     };
     assign pf_tag_idx = pf_tag_rd[15:0];
     assign pf_match = pf_pop_valid & (pf_tag_idx == eng_rd[127:112]);
-    assign pf_req_addr = pf_req_v ? ({pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00}) : ({pf_dbreq_base, 6'h00} + {42'h00000000000, pf_dbreq_idx, 6'h00});
+    assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
     assign pf_unused = rd_ttag[0] | |rd_ttag[7:2];
-    assign pf_any_req = pf_req_v | pf_dbreq_v;
     assign pf_use_hit = pf_hit;
     assign pf_use_two = pf_hit_two;
     assign pf_use_data = pf_data_rd;
     assign rd_tvalid = rd_tvalid_all & ~pf_beat;
     assign rd_eng_req = rd_wqe_valid | g_req_v;
-    assign pf_grant = (pf_any_req & ~rd_eng_req) & rd_req_ready;
-    assign rd_req_valid = rd_eng_req | pf_any_req;
+    assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
+    assign rd_req_valid = rd_eng_req | pf_req_v;
     assign rd_req_addr = g_req_v ? g_addr : (rd_wqe_valid ? rd_wqe_addr : pf_req_addr);
-    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : ((pf_req_v ? pf_req_two : pf_dbreq_two) ? 16'h007f : 16'h003f));
+    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_two ? 16'h007f : 16'h003f));
     assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : 8'h02);
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
@@ -21493,83 +21714,786 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (rst) begin
-            pf_req_v <= 1'h0;
-        end else begin
-            pf_req_v <= pf_load | (pf_req_v & ~pf_grant);
+        if (pf_q0_w) begin
+            pf_q0_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q0_w) begin
+            pf_q0_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q0_w) begin
+            pf_q0_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q0_w) begin
+            pf_q0_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
+            pf_q2_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
+            pf_q2_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
+            pf_q2_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
+            pf_q2_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
+            pf_q4_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
+            pf_q4_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
+            pf_q4_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
+            pf_q4_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
+            pf_q6_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
+            pf_q6_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
+            pf_q6_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
+            pf_q6_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
+            pf_q8_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
+            pf_q8_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
+            pf_q8_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
+            pf_q8_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
+            pf_q10_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
+            pf_q10_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
+            pf_q10_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
+            pf_q10_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
+            pf_q12_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
+            pf_q12_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
+            pf_q12_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
+            pf_q12_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
+            pf_q14_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
+            pf_q14_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
+            pf_q14_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
+            pf_q14_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
+            pf_q16_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
+            pf_q16_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
+            pf_q16_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
+            pf_q16_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
+            pf_q18_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
+            pf_q18_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
+            pf_q18_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
+            pf_q18_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
+            pf_q20_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
+            pf_q20_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
+            pf_q20_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
+            pf_q20_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
+            pf_q22_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
+            pf_q22_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
+            pf_q22_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
+            pf_q22_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
+            pf_q24_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
+            pf_q24_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
+            pf_q24_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
+            pf_q24_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
+            pf_q26_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
+            pf_q26_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
+            pf_q26_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
+            pf_q26_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
+            pf_q28_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
+            pf_q28_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
+            pf_q28_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
+            pf_q28_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
+            pf_q30_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
+            pf_q30_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
+            pf_q30_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
+            pf_q30_two <= pf_q_in_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_slot <= pf_q_in_slot;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_idx <= pf_q_in_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_base <= pf_q_in_base;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_two <= pf_q_in_two;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            pf_dbreq_v <= 1'h0;
+            pf_q_wp <= 6'h00;
         end else begin
-            pf_dbreq_v <= pf_db_load | (pf_dbreq_v & ~pf_dbreq_grant);
+            pf_q_wp <= pf_q_wp + {5'h00, pf_q_push};
         end
     end
 
     always @(posedge clk) begin
-        if (pf_load) begin
-            pf_req_slot <= pf_cur_slot;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_load) begin
-            pf_req_idx <= pf_next & sq_mask;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_load) begin
-            pf_req_base <= cur_sq_base;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_load) begin
-            pf_req_two <= pf_two;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_db_load) begin
-            pf_dbreq_slot <= pf_db_slot;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_db_load) begin
-            pf_dbreq_idx <= db_old_pi & {
-                5'h0f < sq_log_db_rd,
-                5'h0e < sq_log_db_rd,
-                5'h0d < sq_log_db_rd,
-                5'h0c < sq_log_db_rd,
-                5'h0b < sq_log_db_rd,
-                5'h0a < sq_log_db_rd,
-                5'h09 < sq_log_db_rd,
-                5'h08 < sq_log_db_rd,
-                5'h07 < sq_log_db_rd,
-                5'h06 < sq_log_db_rd,
-                5'h05 < sq_log_db_rd,
-                5'h04 < sq_log_db_rd,
-                5'h03 < sq_log_db_rd,
-                5'h02 < sq_log_db_rd,
-                5'h01 < sq_log_db_rd,
-                5'h00 < sq_log_db_rd
-            };
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_db_load) begin
-            pf_dbreq_base <= sq_base_db_rd;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (pf_db_load) begin
-            pf_dbreq_two <= pf_db_two;
+        if (rst) begin
+            pf_q_rp <= 6'h00;
+        end else begin
+            pf_q_rp <= pf_q_rp + {5'h00, pf_grant};
         end
     end
 
@@ -23692,8 +24616,8 @@ module card_tx_w512 (
 
     // pf_tag: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (pf_load | pf_db_load) begin
-            pf_tag[pf_load ? pf_cur_slot : pf_db_slot] <= pf_load ? {pf_two, pf_next} : {pf_db_two, db_old_pi};
+        if (pf_q_push) begin
+            pf_tag[pf_q_in_slot] <= pf_load ? {pf_two, pf_next} : {pf_db_two, db_old_pi};
         end
         pf_tag_rd <= pf_tag[pf_pop_slot];
     end
@@ -23701,7 +24625,7 @@ module card_tx_w512 (
     // pf_flight: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_grant) begin
-            pf_flight[pf_flight_tail[6:0]] <= pf_req_v ? pf_req_slot : pf_dbreq_slot;
+            pf_flight[pf_flight_tail[6:0]] <= pf_req_slot;
         end
         pf_flight_rd <= pf_flight[pf_flight_head_next[6:0]];
     end

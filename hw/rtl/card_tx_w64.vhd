@@ -964,14 +964,18 @@ architecture rtl of card_tx_w64 is
     signal pf_db_first : std_logic;          -- an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     signal pf_flight_tail : std_logic_vector(7 downto 0) := x"00"; -- read aheads issued to dma_rd
     signal pf_flight_head : std_logic_vector(7 downto 0) := x"00"; -- read aheads landed
-    signal pf_flight_room : std_logic;       -- the flight queue can take both request registers
+    signal pf_q_wp : std_logic_vector(5 downto 0) := "000000"; -- read aheads queued
+    signal pf_q_rp : std_logic_vector(5 downto 0) := "000000"; -- read aheads issued
+    signal pf_q_count : std_logic_vector(5 downto 0);
+    signal pf_req_v : std_logic;             -- a read ahead waits for dma_rd
+    signal pf_flight_used : std_logic_vector(8 downto 0); -- read aheads in flight or queued
+    signal pf_flight_room : std_logic;       -- both queues can take a read ahead
     signal pf_inflight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a read ahead of the entry is in flight
     signal pf_want : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry's read in flight is still wanted
     signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry holds its QP's next first block
     signal pf_cur_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_cur_qp : std_logic_vector(9 downto 0);
     signal pf_cur_1h : std_logic_vector(1023 downto 0);
-    signal pf_req_v : std_logic := '0';      -- the engine's read ahead waits for dma_rd
     signal pf_cur_inflight : std_logic;
     signal pf_load : std_logic;              -- a read ahead of the engine's QP's next WQE is queued
     signal pf_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
@@ -979,19 +983,178 @@ architecture rtl of card_tx_w64 is
     signal pf_db_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_db_qp : std_logic_vector(9 downto 0);
     signal pf_db_1h : std_logic_vector(1023 downto 0);
-    signal pf_dbreq_v : std_logic := '0';    -- a doorbell's read ahead waits for dma_rd
-    signal pf_dbreq_grant : std_logic;
     signal pf_db_load : std_logic;           -- a doorbell's read ahead is queued
     signal pf_db_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
     signal pf_db_two : std_logic;
-    signal pf_req_slot : std_logic_vector(9 downto 0); -- the engine's read ahead: its entry
-    signal pf_req_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
-    signal pf_req_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_req_two : std_logic;           -- two blocks
-    signal pf_dbreq_slot : std_logic_vector(9 downto 0); -- the doorbell's read ahead: its entry
-    signal pf_dbreq_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
-    signal pf_dbreq_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_dbreq_two : std_logic;         -- two blocks
+    signal pf_q_push : std_logic;
+    signal pf_q_in_slot : std_logic_vector(9 downto 0);
+    signal pf_q_in_idx : std_logic_vector(15 downto 0);
+    signal pf_q_in_base : std_logic_vector(57 downto 0);
+    signal pf_q_in_two : std_logic;
+    signal pf_q0_w : std_logic;
+    signal pf_q0_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q0_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q0_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q0_two : std_logic;            -- two blocks
+    signal pf_q1_w : std_logic;
+    signal pf_q1_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q1_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q1_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q1_two : std_logic;            -- two blocks
+    signal pf_q2_w : std_logic;
+    signal pf_q2_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q2_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q2_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q2_two : std_logic;            -- two blocks
+    signal pf_q3_w : std_logic;
+    signal pf_q3_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q3_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q3_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q3_two : std_logic;            -- two blocks
+    signal pf_q4_w : std_logic;
+    signal pf_q4_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q4_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q4_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q4_two : std_logic;            -- two blocks
+    signal pf_q5_w : std_logic;
+    signal pf_q5_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q5_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q5_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q5_two : std_logic;            -- two blocks
+    signal pf_q6_w : std_logic;
+    signal pf_q6_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q6_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q6_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q6_two : std_logic;            -- two blocks
+    signal pf_q7_w : std_logic;
+    signal pf_q7_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q7_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q7_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q7_two : std_logic;            -- two blocks
+    signal pf_q8_w : std_logic;
+    signal pf_q8_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q8_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q8_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q8_two : std_logic;            -- two blocks
+    signal pf_q9_w : std_logic;
+    signal pf_q9_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q9_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q9_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q9_two : std_logic;            -- two blocks
+    signal pf_q10_w : std_logic;
+    signal pf_q10_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q10_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q10_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q10_two : std_logic;           -- two blocks
+    signal pf_q11_w : std_logic;
+    signal pf_q11_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q11_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q11_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q11_two : std_logic;           -- two blocks
+    signal pf_q12_w : std_logic;
+    signal pf_q12_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q12_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q12_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q12_two : std_logic;           -- two blocks
+    signal pf_q13_w : std_logic;
+    signal pf_q13_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q13_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q13_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q13_two : std_logic;           -- two blocks
+    signal pf_q14_w : std_logic;
+    signal pf_q14_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q14_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q14_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q14_two : std_logic;           -- two blocks
+    signal pf_q15_w : std_logic;
+    signal pf_q15_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q15_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q15_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q15_two : std_logic;           -- two blocks
+    signal pf_q16_w : std_logic;
+    signal pf_q16_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q16_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q16_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q16_two : std_logic;           -- two blocks
+    signal pf_q17_w : std_logic;
+    signal pf_q17_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q17_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q17_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q17_two : std_logic;           -- two blocks
+    signal pf_q18_w : std_logic;
+    signal pf_q18_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q18_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q18_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q18_two : std_logic;           -- two blocks
+    signal pf_q19_w : std_logic;
+    signal pf_q19_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q19_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q19_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q19_two : std_logic;           -- two blocks
+    signal pf_q20_w : std_logic;
+    signal pf_q20_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q20_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q20_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q20_two : std_logic;           -- two blocks
+    signal pf_q21_w : std_logic;
+    signal pf_q21_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q21_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q21_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q21_two : std_logic;           -- two blocks
+    signal pf_q22_w : std_logic;
+    signal pf_q22_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q22_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q22_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q22_two : std_logic;           -- two blocks
+    signal pf_q23_w : std_logic;
+    signal pf_q23_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q23_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q23_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q23_two : std_logic;           -- two blocks
+    signal pf_q24_w : std_logic;
+    signal pf_q24_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q24_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q24_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q24_two : std_logic;           -- two blocks
+    signal pf_q25_w : std_logic;
+    signal pf_q25_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q25_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q25_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q25_two : std_logic;           -- two blocks
+    signal pf_q26_w : std_logic;
+    signal pf_q26_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q26_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q26_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q26_two : std_logic;           -- two blocks
+    signal pf_q27_w : std_logic;
+    signal pf_q27_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q27_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q27_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q27_two : std_logic;           -- two blocks
+    signal pf_q28_w : std_logic;
+    signal pf_q28_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q28_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q28_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q28_two : std_logic;           -- two blocks
+    signal pf_q29_w : std_logic;
+    signal pf_q29_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q29_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q29_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q29_two : std_logic;           -- two blocks
+    signal pf_q30_w : std_logic;
+    signal pf_q30_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q30_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q30_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q30_two : std_logic;           -- two blocks
+    signal pf_q31_w : std_logic;
+    signal pf_q31_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
+    signal pf_q31_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q31_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
+    signal pf_q31_two : std_logic;           -- two blocks
+    signal pf_req_slot : std_logic_vector(9 downto 0); -- the head read ahead's entry
+    signal pf_req_idx : std_logic_vector(15 downto 0);
+    signal pf_req_base : std_logic_vector(57 downto 0);
+    signal pf_req_two : std_logic;
     signal pf_pop_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_tag_rd : std_logic_vector(16 downto 0); -- read data of pf_tag
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
@@ -1022,7 +1185,6 @@ architecture rtl of card_tx_w64 is
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
     signal pf_req_addr : std_logic_vector(63 downto 0);
     signal pf_unused : std_logic;            -- tag bits the prefetch does not use
-    signal pf_any_req : std_logic;
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
@@ -11483,7 +11645,10 @@ begin
     pf_load_go <= (((((in_state5 and cur_live) and (not ret_or_flush)) and (not wqe_rd_err)) and (not wait_read)) and bbs_ok) and b2l(unsigned(std_logic_vector'(x"000" & h_bbs)) < unsigned(avail));
     pf_next <= std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)));
     pf_db_first <= (((((db_fire and db_is_sq) and (not db_bad)) and b2l(db_old_pi = sq_db_rd(31 downto 16))) and b2l(db_new_pi /= db_old_pi)) and b2l(qp_state_d_rd = "01")) and (in_state0 or b2l(db_qp /= cur_qp));
-    pf_flight_room <= b2l(unsigned(std_logic_vector(unsigned(pf_flight_tail) - unsigned(pf_flight_head))) < unsigned'(x"7e"));
+    pf_q_count <= std_logic_vector(unsigned(pf_q_wp) - unsigned(pf_q_rp));
+    pf_req_v <= or pf_q_count;
+    pf_flight_used <= std_logic_vector(unsigned(std_logic_vector'('0' & std_logic_vector(unsigned(pf_flight_tail) - unsigned(pf_flight_head)))) + unsigned(std_logic_vector'("000" & pf_q_count)));
+    pf_flight_room <= b2l(unsigned(pf_flight_used) < unsigned'("001111111")) and b2l(unsigned(pf_q_count) < unsigned'("100000"));
     pf_cur_slot <= cur_qp;
     pf_cur_qp <= pf_cur_slot;
     pf_cur_1h <= std_logic_vector'(
@@ -12513,7 +12678,7 @@ begin
         b2l(pf_cur_qp = "0000000000")
     );
     pf_cur_inflight <= or (pf_inflight and pf_cur_1h);
-    pf_load <= ((pf_load_go and (not pf_req_v)) and (not pf_cur_inflight)) and pf_flight_room;
+    pf_load <= (pf_load_go and (not pf_cur_inflight)) and pf_flight_room;
     pf_posted <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next));
     pf_two <= (not b2l(unsigned(pf_posted) < unsigned'(x"0002"))) and b2l((pf_next and sq_mask) /= sq_mask);
     pf_db_slot <= db_qp;
@@ -13544,8 +13709,7 @@ begin
         b2l(pf_db_qp = "0000000001") &
         b2l(pf_db_qp = "0000000000")
     );
-    pf_dbreq_grant <= pf_grant and (not pf_req_v);
-    pf_db_load <= (((pf_db_first and (not pf_load)) and (not pf_dbreq_v)) and (not (or (pf_inflight and pf_db_1h)))) and pf_flight_room;
+    pf_db_load <= ((pf_db_first and (not pf_load)) and (not (or (pf_inflight and pf_db_1h)))) and pf_flight_room;
     pf_db_posted <= std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi));
     pf_db_two <= (not b2l(unsigned(pf_db_posted) < unsigned'(x"0002"))) and b2l((db_old_pi and std_logic_vector'(
         b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
@@ -13582,6 +13746,64 @@ begin
         b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
         b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
     ));
+    pf_q_push <= pf_load or pf_db_load;
+    pf_q_in_slot <= mux(pf_load, pf_cur_slot, pf_db_slot);
+    pf_q_in_idx <= mux(pf_load, pf_next and sq_mask, db_old_pi and std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
+    ));
+    pf_q_in_base <= mux(pf_load, cur_sq_base, sq_base_db_rd);
+    pf_q_in_two <= mux(pf_load, pf_two, pf_db_two);
+    pf_q0_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00000");
+    pf_q1_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00001");
+    pf_q2_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00010");
+    pf_q3_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00011");
+    pf_q4_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00100");
+    pf_q5_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00101");
+    pf_q6_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00110");
+    pf_q7_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00111");
+    pf_q8_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01000");
+    pf_q9_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01001");
+    pf_q10_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01010");
+    pf_q11_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01011");
+    pf_q12_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01100");
+    pf_q13_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01101");
+    pf_q14_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01110");
+    pf_q15_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01111");
+    pf_q16_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10000");
+    pf_q17_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10001");
+    pf_q18_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10010");
+    pf_q19_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10011");
+    pf_q20_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10100");
+    pf_q21_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10101");
+    pf_q22_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10110");
+    pf_q23_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10111");
+    pf_q24_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11000");
+    pf_q25_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11001");
+    pf_q26_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11010");
+    pf_q27_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11011");
+    pf_q28_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11100");
+    pf_q29_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11101");
+    pf_q30_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11110");
+    pf_q31_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11111");
+    pf_req_slot <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_slot, pf_q30_slot), mux(pf_q_rp(0), pf_q29_slot, pf_q28_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_slot, pf_q26_slot), mux(pf_q_rp(0), pf_q25_slot, pf_q24_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_slot, pf_q22_slot), mux(pf_q_rp(0), pf_q21_slot, pf_q20_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_slot, pf_q18_slot), mux(pf_q_rp(0), pf_q17_slot, pf_q16_slot)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_slot, pf_q14_slot), mux(pf_q_rp(0), pf_q13_slot, pf_q12_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_slot, pf_q10_slot), mux(pf_q_rp(0), pf_q9_slot, pf_q8_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_slot, pf_q6_slot), mux(pf_q_rp(0), pf_q5_slot, pf_q4_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_slot, pf_q2_slot), mux(pf_q_rp(0), pf_q1_slot, pf_q0_slot)))));
+    pf_req_idx <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_idx, pf_q30_idx), mux(pf_q_rp(0), pf_q29_idx, pf_q28_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_idx, pf_q26_idx), mux(pf_q_rp(0), pf_q25_idx, pf_q24_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_idx, pf_q22_idx), mux(pf_q_rp(0), pf_q21_idx, pf_q20_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_idx, pf_q18_idx), mux(pf_q_rp(0), pf_q17_idx, pf_q16_idx)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_idx, pf_q14_idx), mux(pf_q_rp(0), pf_q13_idx, pf_q12_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_idx, pf_q10_idx), mux(pf_q_rp(0), pf_q9_idx, pf_q8_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_idx, pf_q6_idx), mux(pf_q_rp(0), pf_q5_idx, pf_q4_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_idx, pf_q2_idx), mux(pf_q_rp(0), pf_q1_idx, pf_q0_idx)))));
+    pf_req_base <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_base, pf_q30_base), mux(pf_q_rp(0), pf_q29_base, pf_q28_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_base, pf_q26_base), mux(pf_q_rp(0), pf_q25_base, pf_q24_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_base, pf_q22_base), mux(pf_q_rp(0), pf_q21_base, pf_q20_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_base, pf_q18_base), mux(pf_q_rp(0), pf_q17_base, pf_q16_base)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_base, pf_q14_base), mux(pf_q_rp(0), pf_q13_base, pf_q12_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_base, pf_q10_base), mux(pf_q_rp(0), pf_q9_base, pf_q8_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_base, pf_q6_base), mux(pf_q_rp(0), pf_q5_base, pf_q4_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_base, pf_q2_base), mux(pf_q_rp(0), pf_q1_base, pf_q0_base)))));
+    pf_req_two <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_two, pf_q30_two), mux(pf_q_rp(0), pf_q29_two, pf_q28_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_two, pf_q26_two), mux(pf_q_rp(0), pf_q25_two, pf_q24_two))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_two, pf_q22_two), mux(pf_q_rp(0), pf_q21_two, pf_q20_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_two, pf_q18_two), mux(pf_q_rp(0), pf_q17_two, pf_q16_two)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_two, pf_q14_two), mux(pf_q_rp(0), pf_q13_two, pf_q12_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_two, pf_q10_two), mux(pf_q_rp(0), pf_q9_two, pf_q8_two))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_two, pf_q6_two), mux(pf_q_rp(0), pf_q5_two, pf_q4_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_two, pf_q2_two), mux(pf_q_rp(0), pf_q1_two, pf_q0_two)))));
     pf_pop_slot <= sched_rd;
     pf_beat <= rd_tvalid_all and rd_ttag(1);
     pf_land <= pf_beat and rd_tlast;
@@ -16679,18 +16901,17 @@ begin
     );
     pf_tag_idx <= pf_tag_rd(15 downto 0);
     pf_match <= pf_pop_valid and b2l(pf_tag_idx = eng_rd(127 downto 112));
-    pf_req_addr <= mux(pf_req_v, std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000"))), std_logic_vector(unsigned(std_logic_vector'(pf_dbreq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_dbreq_idx & "000000"))));
+    pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
     pf_unused <= rd_ttag(0) or (or rd_ttag(7 downto 2));
-    pf_any_req <= pf_req_v or pf_dbreq_v;
     pf_use_hit <= pf_hit;
     pf_use_two <= pf_hit_two;
     pf_use_data <= pf_data_rd;
     rd_tvalid <= rd_tvalid_all and (not pf_beat);
     rd_eng_req <= rd_wqe_valid or g_req_v;
-    pf_grant <= (pf_any_req and (not rd_eng_req)) and rd_req_ready;
-    rd_req_valid <= rd_eng_req or pf_any_req;
+    pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
+    rd_req_valid <= rd_eng_req or pf_req_v;
     rd_req_addr <= mux(g_req_v, g_addr, mux(rd_wqe_valid, rd_wqe_addr, pf_req_addr));
-    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(mux(pf_req_v, pf_req_two, pf_dbreq_two), x"007f", x"003f")));
+    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_two, x"007f", x"003f")));
     rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", x"02"));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
@@ -22086,113 +22307,1176 @@ begin
         end if;
     end process;
 
-    pf_req_v_reg : process (clk)
+    pf_q0_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q0_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q0_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q0_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q2_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q2_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q2_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q2_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q4_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q4_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q4_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q4_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q6_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q6_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q6_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q6_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q8_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q8_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q8_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q8_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q10_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q10_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q10_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q10_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q12_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q12_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q12_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q12_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q14_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q14_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q14_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q14_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q16_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q16_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q16_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q16_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q18_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q18_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q18_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q18_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q20_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q20_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q20_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q20_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q22_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q22_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q22_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q22_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q24_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q24_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q24_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q24_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q26_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q26_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q26_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q26_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q28_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q28_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q28_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q28_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q30_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q30_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q30_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q30_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_slot <= pf_q_in_slot;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_idx <= pf_q_in_idx;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_base <= pf_q_in_base;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_two <= pf_q_in_two;
+            end if;
+        end if;
+    end process;
+
+    pf_q_wp_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pf_req_v <= '0';
+                pf_q_wp <= "000000";
             else
-                pf_req_v <= pf_load or (pf_req_v and (not pf_grant));
+                pf_q_wp <= std_logic_vector(unsigned(pf_q_wp) + unsigned(std_logic_vector'("00000" & pf_q_push)));
             end if;
         end if;
     end process;
 
-    pf_dbreq_v_reg : process (clk)
+    pf_q_rp_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pf_dbreq_v <= '0';
+                pf_q_rp <= "000000";
             else
-                pf_dbreq_v <= pf_db_load or (pf_dbreq_v and (not pf_dbreq_grant));
-            end if;
-        end if;
-    end process;
-
-    pf_req_slot_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_load = '1' then
-                pf_req_slot <= pf_cur_slot;
-            end if;
-        end if;
-    end process;
-
-    pf_req_idx_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_load = '1' then
-                pf_req_idx <= pf_next and sq_mask;
-            end if;
-        end if;
-    end process;
-
-    pf_req_base_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_load = '1' then
-                pf_req_base <= cur_sq_base;
-            end if;
-        end if;
-    end process;
-
-    pf_req_two_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_load = '1' then
-                pf_req_two <= pf_two;
-            end if;
-        end if;
-    end process;
-
-    pf_dbreq_slot_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_db_load = '1' then
-                pf_dbreq_slot <= pf_db_slot;
-            end if;
-        end if;
-    end process;
-
-    pf_dbreq_idx_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_db_load = '1' then
-                pf_dbreq_idx <= db_old_pi and std_logic_vector'(
-                    b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
-                    b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
-                );
-            end if;
-        end if;
-    end process;
-
-    pf_dbreq_base_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_db_load = '1' then
-                pf_dbreq_base <= sq_base_db_rd;
-            end if;
-        end if;
-    end process;
-
-    pf_dbreq_two_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if pf_db_load = '1' then
-                pf_dbreq_two <= pf_db_two;
+                pf_q_rp <= std_logic_vector(unsigned(pf_q_rp) + unsigned(std_logic_vector'("00000" & pf_grant)));
             end if;
         end if;
     end process;
@@ -25627,8 +26911,8 @@ begin
     pf_tag_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (pf_load or pf_db_load) = '1' then
-                pf_tag(to_integer(unsigned(mux(pf_load, pf_cur_slot, pf_db_slot)))) <= mux(pf_load, std_logic_vector'(pf_two & pf_next), std_logic_vector'(pf_db_two & db_old_pi));
+            if pf_q_push = '1' then
+                pf_tag(to_integer(unsigned(pf_q_in_slot))) <= mux(pf_load, std_logic_vector'(pf_two & pf_next), std_logic_vector'(pf_db_two & db_old_pi));
             end if;
             pf_tag_rd <= pf_tag(to_integer(unsigned(pf_pop_slot)));
         end if;
@@ -25639,7 +26923,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_grant = '1' then
-                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= mux(pf_req_v, pf_req_slot, pf_dbreq_slot);
+                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= pf_req_slot;
             end if;
             pf_flight_rd <= pf_flight(to_integer(unsigned(pf_flight_head_next(6 downto 0))));
         end if;
