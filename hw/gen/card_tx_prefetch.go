@@ -84,8 +84,8 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	slotOf := func(name string, q *Signal) *Signal { return m.WireOf(name, q, "a QP's entry: its number") }
 	// The entries of the read aheads in flight, in issue order: dma_rd
 	// returns requests whole and in that order, so the head names the
-	// entry of the read ahead whose beats come next. Loads stop while it
-	// could not take both request registers.
+	// entry of the read ahead whose beats come next. Nothing is queued
+	// while it could not take every read ahead queued or in flight.
 	const FB = 7
 	if 1<<FB != cardTxPfFlight {
 		panic("gen: card_tx prefetch flight queue size")

@@ -840,7 +840,7 @@ func TestCardCosimLostThenPost(t *testing.T) {
 			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBStream, 1<<cs.QPDBStreamRXLostShift)
 			var ids []uint64
 			for i := 0; i < 3; i++ {
-				wqe := inlineSend(0x10057+uint64(i), 40)
+				wqe := inlineSend(0x10057+uint64(i), cs.PushInline) // well formed: one block holds it
 				ids = append(ids, cs.WQE(wqe).WRID())
 				b.postWQE(q, wqe)
 			}

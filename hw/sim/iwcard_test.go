@@ -1245,15 +1245,22 @@ func (b *wcBench) mutations() {
 }
 
 // inlineSend is a one-block signaled inline Send WQE of n (zero) bytes.
-func inlineSend(wrID uint64, n int) []byte {
-	wqe := make([]byte, cs.BB)
+func inlineSend(wrID uint64, n int) []byte { return inlineWQE(cs.WQEOpcodeSend, wrID, n, 1) }
+
+// inlineWQE is a signaled inline WQE of n bytes in bbs blocks: a Send,
+// or an RDMA Write to STag 0x100 at 0.
+func inlineWQE(op cs.WQEOpcode, wrID uint64, n, bbs int) []byte {
+	wqe := make([]byte, bbs*cs.BB)
 	h := cs.WQE(wqe)
-	h.SetOpcode(cs.WQEOpcodeSend)
+	h.SetOpcode(op)
 	h.SetSignaled(true)
 	h.SetInline(true)
-	h.SetBBS(1)
+	h.SetBBS(uint8(bbs))
 	h.SetInlineLen(uint16(n))
 	h.SetWRID(wrID)
+	if op == cs.WQEOpcodeRDMAWrite {
+		h.SetRKey(0x100)
+	}
 	return wqe
 }
 
