@@ -447,7 +447,7 @@ func CardTx(width int) (*Module, error) {
 	clr1h := dec("qclr", popped)
 	set1h := dec("qset", fPushQP)
 	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
-	isQueued := func(name string, q Expr) Expr { return RedOr(And(queued, dec(name, q))) }
+	isQueued := func(name string, q Expr) Expr { return BitAt(queued, m.WireOf(name+"_qp", q, "")) }
 	curHot := dec("qcur", cur)
 	tset1h := dec("qterm", qpNum)
 	// qpFlag is a bit per QP: set by sets (one-hot vectors), cleared when
@@ -462,14 +462,14 @@ func CardTx(width int) (*Module, error) {
 	rfHot := dec("qrf", rfQP)
 	termPend := qpFlag("term_pend", "the QP has a Terminate to send", termSent,
 		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs)), And(rfHot, Rep(rfStore, CardTxQPs)))
-	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
+	termPendCur := m.WireOf("term_pend_cur", BitAt(termPend, cur), "the engine's QP has a Terminate to send")
 	// The peer's Terminate blames the oldest WQE the card started and did
 	// not finish (the model's fail): the first flushed WQE that was
 	// started completes with the cause's status instead of WR_FLUSH_ERR.
 	blameUsed := m.Wire("term_blame_used", 1, "the engine's flushed WQE took its QP's blame")
 	blame := qpFlag("term_blame", "a Terminate received blames the QP's oldest WQE started and not done", blameUsed,
 		And(tset1h, Rep(And(termNew, tmRecv), CardTxQPs)))
-	blameCur := m.WireOf("term_blame_cur", RedOr(And(blame, curHot)), "")
+	blameCur := m.WireOf("term_blame_cur", BitAt(blame, cur), "")
 	// A WQE that fails its lkey check or memory operation, or is
 	// malformed, behind an outstanding Read gives no record then (its
 	// completion waits for the Read's) and stays the first WQE not
@@ -481,8 +481,8 @@ func CardTx(width int) (*Module, error) {
 	lateUsed := m.Wire("late_prot_used", 1, "the flush reached the failed WQE (or dropped it)")
 	lateProt := qpFlag("late_prot", "the QP's first WQE not started failed behind a Read", lateUsed, And(curHot, Rep(lateSet, CardTxQPs)))
 	lateMal := qpFlag("late_mal", "... because it is malformed", lateUsed, And(curHot, Rep(lateMalSet, CardTxQPs)))
-	lateCur := m.WireOf("late_prot_cur", RedOr(And(lateProt, curHot)), "")
-	lateMalCur := m.WireOf("late_mal_cur", RedOr(And(lateMal, curHot)), "")
+	lateCur := m.WireOf("late_prot_cur", BitAt(lateProt, cur), "")
+	lateMalCur := m.WireOf("late_mal_cur", BitAt(lateMal, cur), "")
 	m.Assign(ctxRdAddr, popped)
 	m.Drive(cur, nil, popped, sPop)
 
@@ -555,7 +555,7 @@ func CardTx(width int) (*Module, error) {
 	// QP in error at the STREAM write and flushes what is posted after.
 	lostDB := m.WireOf("db_rx_lost", And(dbFire, isStream, Bit(dVal, 1)), "a STREAM doorbell with RX_LOST takes effect")
 	lostFlag := qpFlag("rx_lost", "the QP's stream was lost (STREAM.RX_LOST): nothing starts until its ERROR", C(1, 0), And(dec("qlost", dQP), Rep(lostDB, CardTxQPs)))
-	lostCur := m.WireOf("rx_lost_cur", RedOr(And(lostFlag, curHot)), "the engine's QP's stream was lost")
+	lostCur := m.WireOf("rx_lost_cur", BitAt(lostFlag, cur), "the engine's QP's stream was lost")
 	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
@@ -732,7 +732,7 @@ func CardTx(width int) (*Module, error) {
 	// completes a WQE before it starts the next: the WQE behind one whose
 	// completion overran is flushed, never sent. Until then the QP goes
 	// back to the scheduler.
-	tightCur := m.WireOf("cq_tight_cur", RedOr(And(cqTight, dec("qtight", cCQ))), "the QP's send CQ is tight")
+	tightCur := m.WireOf("cq_tight_cur", BitAt(cqTight, cCQ), "the QP's send CQ is tight")
 	cplOut := m.Wire("cpl_unresolved", 1, "a completion has no verdict yet")
 	gateHold := m.WireOf("wqe_cq_hold", And(wqeReady, Not(evV), tightCur, cplOut), "the WQE waits for the completions before it: its QP is put back")
 	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV), Not(gateHold)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
@@ -1423,7 +1423,7 @@ func CardTx(width int) (*Module, error) {
 	iAddr := m.WireOf("rf_info_addr", Bits(wrInfo, 63, 0), "the write's address")
 	deadSet := m.Wire("rf_dead_set", 1, "")
 	dead := qpFlag("rf_dead", "a transmit ring write of the QP was refused: its records complete WR_FLUSH_ERR and publish no further", C(1, 0), And(rfHot, Rep(deadSet, CardTxQPs)))
-	m.Assign(deadSet, And(rfNew, Not(RedOr(And(dead, rfHot)))))
+	m.Assign(deadSet, And(rfNew, Not(BitAt(dead, rfQP))))
 	rfDrop := m.Wire("rf_drop", 1, "the refused write's QP no longer exists: it is only dead")
 	m.Drive(rfV, big.NewInt(0), Or(deadSet, And(rfV, Not(rfStore), Not(rfDrop))), nil)
 	m.Drive(rfQP, nil, iQP, errSeen)
@@ -1456,7 +1456,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rfEnq, And(rfGo, Not(rfQueued)))
 	m.Assign(rfDrop, And(rfFresh, Not(Eq(qpSt.ext, C(2, txQPLive))), Not(Eq(qpSt.ext, C(2, txQPError)))))
 	m.Assign(rfRec, Cat(C(1, 1), C(1, 1), zext(Cat(rfInErr, rfAddr, rfCut), 8*cardTxReadReqBytes), C(8*untaggedHdr+32, 0)))
-	hDead := m.WireOf("rf_head_dead", And(RedOr(And(dead, dec("qrfh", h[2]))), Not(h[17])), "the head record is a dead QP's (not its silent record, which moves TXS_PI to the cut)")
+	hDead := m.WireOf("rf_head_dead", And(BitAt(dead, m.WireOf("qrfh_qp", h[2], "")), Not(h[17])), "the head record is a dead QP's (not its silent record, which moves TXS_PI to the cut)")
 	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Not(rfBusy), headDone), "")
 	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
 	m.Assign(rdoValid, rdoV)

@@ -116,7 +116,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	v := m.RegDecl("pf_valid", E, "the entry holds its QP's next first block")
 	curSlot := slotOf("pf_cur_slot", in.qp)
 	curHot := oneHot(m, "pf_cur", curSlot, E)
-	flCur := m.WireOf("pf_cur_inflight", RedOr(And(fl, curHot)), "")
+	flCur := m.WireOf("pf_cur_inflight", BitAt(fl, curSlot), "")
 	load := m.WireOf("pf_load", And(in.load, Not(flCur), flRoom), "a read ahead of the engine's QP's next WQE is queued")
 	// Two blocks are read when two are posted and they do not wrap the
 	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
@@ -129,7 +129,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	// A doorbell's read ahead is queued unless the engine's is this cycle.
 	dbSlot := slotOf("pf_db_slot", in.dbQP)
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
-	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(RedOr(And(fl, dbHot))), flRoom), "a doorbell's read ahead is queued")
+	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(BitAt(fl, dbSlot)), flRoom), "a doorbell's read ahead is queued")
 	dbTwo := twoOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask)
 	push := m.WireOf("pf_q_push", Or(load, dbLoad), "")
 	pSlot := m.WireOf("pf_q_in_slot", Sel(load, curSlot, dbSlot), "")
@@ -205,7 +205,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	// entry holding one has no read in flight, so its data read then is
 	// that block), keyed by the QP and the SQ index its next WQE starts
 	// at. It holds until the next txCtx.
-	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), RedOr(And(v, oneHot(m, "pf_pop", popSlot, E))), nil, "the popped QP's entry held a block")
+	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), BitAt(v, popSlot), nil, "the popped QP's entry held a block")
 	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
 	match := m.WireOf("pf_match", And(vPop, Eq(tagIdx, in.ctxNext)), "")
 	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")

@@ -163,6 +163,57 @@ func (b Binary) Width() int {
 	return b.A.Width()
 }
 
+// Decoded is the N-bit one-hot decode of X: bit i is set when X == i
+// (no bit when X >= N). It prints as a shift of a one, which a simulator
+// computes word by word where N equality compares would cost N steps a
+// cycle; synthesis maps either to the same decoder.
+type Decoded struct {
+	X Expr
+	N int
+}
+
+// Width implements Expr.
+func (d Decoded) Width() int { return d.N }
+
+// Decode is the n-bit one-hot decode of x (see Decoded).
+func Decode(x Expr, n int) Expr {
+	if n < 1 {
+		return bad("decode to %d bits", n)
+	}
+	if x.Width() == 1 { // VHDL has no unsigned of a std_logic
+		parts := make([]Expr, n)
+		for i := range parts {
+			parts[n-1-i] = C(1, 0)
+			if i < 2 {
+				parts[n-1-i] = Eq(x, C(1, uint64(i)))
+			}
+		}
+		return Cat(parts...)
+	}
+	return Decoded{x, n}
+}
+
+// Index is bit I of signal X, I an expression whose every value names a
+// bit (X is 2^width(I) bits): a read port of a table kept in flops, one
+// step for a simulator where an AND with a decode is X's width in steps.
+type Index struct {
+	X *Signal
+	I Expr
+}
+
+// Width implements Expr.
+func (Index) Width() int { return 1 }
+
+// BitAt is bit i of x. Where x is not 2^width(i) bits (i could name no
+// bit, or not every bit), or i is one bit (VHDL has no unsigned of a
+// std_logic), it is the OR of x masked by i's decode.
+func BitAt(x *Signal, i Expr) Expr {
+	if i.Width() < 2 || i.Width() > 30 || x.W != 1<<i.Width() {
+		return RedOr(And(x, Decode(i, x.W)))
+	}
+	return Index{x, i}
+}
+
 // Mux is Sel ? T : F.
 type Mux struct{ Sel, T, F Expr }
 
@@ -255,6 +306,10 @@ func exprErr(e Expr) error {
 		}
 	case Repeat:
 		return exprErr(x.X)
+	case Decoded:
+		return exprErr(x.X)
+	case Index:
+		return exprErr(x.I)
 	case Unary:
 		return exprErr(x.X)
 	case Binary:
@@ -285,6 +340,11 @@ func visitSignals(e Expr, fn func(*Signal)) {
 		}
 	case Repeat:
 		visitSignals(x.X, fn)
+	case Decoded:
+		visitSignals(x.X, fn)
+	case Index:
+		fn(x.X)
+		visitSignals(x.I, fn)
 	case Unary:
 		visitSignals(x.X, fn)
 	case Binary:

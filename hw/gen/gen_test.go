@@ -150,6 +150,8 @@ func kitchenSink() (*Module, *Module) {
 	flags := m.WireOf("flags", Cat(Eq(x, z), Ne(x, z), Lt(x, z), RedAnd(x), RedOr(z), RedXor(x), Sel(s, Bit(x, 0), Bit(z, 0)), Not(s)), "")
 	m.Assign(m.Output("y", 8, "result"), Xor(Or(And(leafY, Not(cnt)), plain), Sel(s, rd, rd2), flags))
 	m.Assign(m.Output("r", 16, ""), Cat(Rep(Bit(x, 7), 4), Bits(x, 7, 4), Ones(8)))
+	m.Assign(m.Output("hot", 12, "one-hot"), Xor(Decode(Bits(z, 3, 0), 12), Decode(s, 12)))
+	m.Assign(m.Output("pick", 3, "bit picks"), Cat(BitAt(x, Bits(z, 2, 0)), BitAt(x, Bits(z, 1, 0)), BitAt(flags, s)))
 	return m, leaf
 }
 
@@ -224,4 +226,25 @@ func TestTestbenchNeedsClock(t *testing.T) {
 	var b bytes.Buffer
 	assert.ErrorIs(t, WriteVHDLTestbench(&b, m), ErrInvalid)
 	assert.ErrorIs(t, WriteSimGlue(&b, m), ErrInvalid)
+}
+
+// Decode sets the bit its operand names, and none for a value past its
+// width, and BitAt picks one, in both emitters' words.
+func TestDecodePrints(t *testing.T) {
+	m := NewModule("dec", "", "")
+	q := m.Input("q", 4, "")
+	x := m.Input("x", 16, "")
+	m.Assign(m.Output("y", 12, ""), Decode(q, 12))
+	m.Assign(m.Output("b", 1, ""), BitAt(x, q))
+	require.NoError(t, m.Validate())
+	var v, h bytes.Buffer
+	require.NoError(t, WriteVerilog(&v, m))
+	require.NoError(t, WriteVHDL(&h, m))
+	assert.Contains(t, v.String(), "assign y = {{11{1'b0}}, 1'b1} << q;")
+	assert.Contains(t, h.String(), "y <= std_logic_vector(shift_left(to_unsigned(1, 12), to_integer(unsigned(q))));")
+	assert.Contains(t, v.String(), "assign b = x[q];")
+	assert.Contains(t, h.String(), "b <= x(to_integer(unsigned(q)));")
+	_, isIndex := BitAt(x, Bits(q, 2, 0)).(Index)
+	assert.False(t, isIndex, "a 3-bit index names half of 16 bits: the decode's form")
+	assert.ErrorIs(t, exprErr(Decode(q, 0)), ErrInvalid)
 }

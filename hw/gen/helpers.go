@@ -234,11 +234,7 @@ func SubBits(m *Module, name string, x, y *Signal) Expr {
 // enables of a table kept in flops (q's wire is name_qp, the bits name_1h).
 func oneHot(m *Module, name string, q Expr, n int) *Signal {
 	qs := m.WireOf(name+"_qp", q, "")
-	parts := make([]Expr, n)
-	for i := range parts {
-		parts[n-1-i] = Eq(qs, C(qs.W, uint64(i)))
-	}
-	return m.WireOf(name+"_1h", Cat(parts...), "")
+	return m.WireOf(name+"_1h", Decode(qs, n), "")
 }
 
 // producerMoveBad is the card model's ringMoved check of a producer index

@@ -244,6 +244,14 @@ func vexpr(e Expr, top bool) string {
 		return joinLong("{", vparts(x), ",", "}")
 	case Repeat:
 		return fmt.Sprintf("{%d{%s}}", x.N, vexpr(x.X, false))
+	case Index:
+		return fmt.Sprintf("%s[%s]", x.X.Name, vexpr(x.I, true))
+	case Decoded:
+		one := "1'b1" // a one as wide as the decode: the shift's width is its left operand's
+		if x.N > 1 {
+			one = fmt.Sprintf("{{%d{1'b0}}, 1'b1}", x.N-1)
+		}
+		return paren(one + " << " + vexpr(x.X, false))
 	case Unary:
 		if c, ok := x.X.(Concat); ok && x.Op == OpRedXor {
 			// A parity over a concatenation (MatVecWords) reads as one

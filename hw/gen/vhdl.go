@@ -58,6 +58,10 @@ func WriteVHDL(w io.Writer, m *Module) error {
 			}
 		case Repeat:
 			walk(x.X)
+		case Decoded:
+			walk(x.X)
+		case Index:
+			walk(x.I)
 		}
 	}
 	eachExpr(m, walk)
@@ -236,6 +240,10 @@ func hexpr(e Expr, top bool) string {
 		return joinLong("std_logic_vector'(", parts, " &", ")")
 	case Repeat:
 		return fmt.Sprintf("std_logic_vector'(%d downto 0 => %s)", x.N-1, hexpr(x.X, true))
+	case Index:
+		return fmt.Sprintf("%s(to_integer(%s))", x.X.Name, unsignedOf(x.I))
+	case Decoded:
+		return fmt.Sprintf("std_logic_vector(shift_left(to_unsigned(1, %d), to_integer(%s)))", x.N, unsignedOf(x.X))
 	case Unary:
 		return paren(hops[x.Op] + " " + hexpr(x.X, false))
 	case Binary:

@@ -94,3 +94,10 @@ func TestCardCQCycleIRQWrap(t *testing.T) {
 		})
 	}
 }
+
+// card_cq's VHDL (with its dma_wr's) under GHDL, on the cycle model's
+// stimulus: its per-CQ tightness decoder is a shift of a one, which the
+// Verilog and VHDL emitters must agree on.
+func TestCardCQGHDL(t *testing.T) {
+	runGHDL(t, CardCQBench, []int{64}, 6000)
+}

@@ -67,7 +67,8 @@ type GHDLResult struct {
 
 var passRE = regexp.MustCompile(`PASS: (\d+) cycles`)
 
-// RunGHDL runs the committed VHDL of the block (hw/rtl/<name>.vhd) under its
+// RunGHDL runs the committed VHDL of the block (hw/rtl/<name>.vhd, after
+// that of every block it instantiates) under its
 // generated self-checking test bench on the vector file at vectors, in dir.
 func (b *Bench) RunGHDL(dir, vectors string) (GHDLResult, error) {
 	var res GHDLResult
@@ -80,14 +81,27 @@ func (b *Bench) RunGHDL(dir, vectors string) (GHDLResult, error) {
 	if err := os.WriteFile(tbPath, tb.Data, 0o644); err != nil {
 		return res, err
 	}
-	rtl := filepath.Join(RepoRoot(), "hw", "rtl", name+".vhd")
 	work := "--workdir=" + dir
-	steps := [][]string{
-		{"-a", "--std=08", work, rtl},
+	var steps [][]string
+	// The blocks the module instantiates first, each once, leaves first.
+	seen := map[string]bool{}
+	var add func(m *gen.Module)
+	add = func(m *gen.Module) {
+		if seen[m.Name] {
+			return
+		}
+		seen[m.Name] = true
+		for _, in := range m.Instances {
+			add(in.Of)
+		}
+		steps = append(steps, []string{"-a", "--std=08", work, filepath.Join(RepoRoot(), "hw", "rtl", m.Name+".vhd")})
+	}
+	add(b.Module)
+	steps = append(steps, [][]string{
 		{"-a", "--std=08", work, tbPath},
 		{"-e", "--std=08", work, name + "_tb"},
 		{"-r", "--std=08", work, name + "_tb", "-gvectors=" + vectors, "--ieee-asserts=disable-at-0"}, // registers without reset are U until loaded
-	}
+	}...)
 	for _, args := range steps {
 		cmd := exec.Command("ghdl", args...)
 		cmd.Dir = dir
