@@ -20,41 +20,47 @@ import (
 // the figure is what a driver sees, against card_tx's own
 // (BenchmarkCardTxThroughput). QPs 1 to 64, as a driver numbers them, or
 // (random_qpn) 64 numbers drawn from all 1,023 (card_tx's WQE read ahead
-// once shared its entries by QP number modulo 64). Reads are answered
-// 250 cycles after their address (1 µs at 250 MHz); writes 20 or 250
-// cycles after their last beat.
+// once shared its entries by QP number modulo 64). one_qp: a single QP
+// given 256 such WQEs at a time (an SQ of 1,024 blocks), the rate one
+// connection gets. Reads are answered 250 cycles after their address (1
+// µs at 250 MHz); writes 20 or 250 cycles after their last beat.
 func BenchmarkCardWQEThroughput(b *testing.B) {
-	const (
-		nqp   = 64
-		burst = 16 // WQEs per QP and burst: 32 of the SQ's 64 blocks
-		size  = 64 // inline bytes
-	)
+	const size = 64 // inline bytes
 	cases := []struct {
 		name string
 		op   cs.WQEOpcode
 		wlat int
 		rnd  bool // QP numbers drawn at random, not 1 to 64
+		one  bool // one QP, 256 WQEs a burst
 	}{
-		{"send64/wlat20", cs.WQEOpcodeSend, 20, false},
-		{"write64/wlat20", cs.WQEOpcodeRDMAWrite, 20, false},
-		{"send64/wlat250", cs.WQEOpcodeSend, 250, false},
-		{"send64/wlat20/random_qpn", cs.WQEOpcodeSend, 20, true},
+		{"send64/wlat20", cs.WQEOpcodeSend, 20, false, false},
+		{"write64/wlat20", cs.WQEOpcodeRDMAWrite, 20, false, false},
+		{"send64/wlat250", cs.WQEOpcodeSend, 250, false, false},
+		{"send64/wlat20/random_qpn", cs.WQEOpcodeSend, 20, true, false},
+		{"send64/wlat20/one_qp", cs.WQEOpcodeSend, 20, false, true},
 	}
 	for _, w := range gen.CardTopWidths {
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("%d/%s", w, c.name), func(b *testing.B) {
+								nqp, burst := 64, 16 // 16 WQEs: 32 of the SQ's 64 blocks
+				sqLog, txsLog := uint32(6), uint32(13)
+				if c.one {
+					nqp, burst, sqLog, txsLog = 1, 256, 10, 16 // 512 of 1,024 blocks; 22 of 64 KiB of ring
+				}
 				cfg := CardConfig{Timing: AXITiming{ReadLatency: 250, WriteLatency: c.wlat}}
 				wb := newWCBenchCQ(b, w, 1, cfg, nqp, 11, func(i int, q *wcQP) {
 					if !c.rnd {
 						q.n = uint32(1 + i) // as a driver numbers them
 					}
-					q.sqLog, q.txsLog, q.sendCQ = 6, 13, uint32(1+i%wcNCQ)
+					q.sqLog, q.txsLog, q.sendCQ = sqLog, txsLog, uint32(1+i%wcNCQ)
 					q.mulpdu, q.markersTX, q.crc = 1024, true, true
 				})
 				cqes := 0
+				perCQ := map[uint32]int{}
 				wb.onRTLWrite = func(k wcKey) {
 					if k.kind == "cqe" {
 						cqes++
+						perCQ[k.obj]++
 					}
 				}
 				wqe := inlineWQE(c.op, 0, size, 2)
@@ -80,8 +86,8 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 					// The driver's turn, not counted: the CQEs consumed and
 					// the transmit rings drained.
 					require.NoError(b, wb.rtl.RunUntil(func() bool { return wb.rtl.Outstanding() == 0 }, 100_000))
-					for n := uint32(1); n <= wcNCQ; n++ { // the QPs alternate between the CQs: half the CQEs each
-						require.NoError(b, wb.rtl.RegWrite(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, uint32(cqes/wcNCQ)))
+										for n, k := range perCQ {
+						require.NoError(b, wb.rtl.RegWrite(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, uint32(k)))
 					}
 					for _, q := range wb.qps {
 						require.NoError(b, wb.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBTXSCI, wb.rtlStat(q.n).TXSPI()))
