@@ -27,14 +27,16 @@ TEST_TARGETS += hw-regen-check hw-lint
 # Co-simulation libraries: each Verilated block with the generic wrapper
 # hw/sim/cxx/block.cpp, as a shared object hw/sim loads with dlopen. The
 # trace/ variants add --trace (VCD) and are built only when a test needs a
-# waveform. C++ at -O3 for the data-path blocks; the card's engines and top
-# (card_*, iwcard_*: megabytes of straight-line C++ a cycle, which -O3
-# unrolls past the instruction cache) at Verilator's default -Os, which runs
-# iwcard_w64 2.4-3 times faster (BenchmarkCardCosim, 26-38k against 75-91k
-# cycles per CPU-second, alternating builds on one loaded machine).
+# waveform. C++ at -O3 for the data-path blocks and the card's top; the
+# card's engines (card_*) at Verilator's default -Os. Until the IR printed
+# one-hot decodes as shifts (29 Nov) the card's C++ was megabytes of
+# straight-line code a cycle, which -O3 unrolled past the instruction
+# cache: -Os ran iwcard_w64 2.4-3 times faster then. With a third less
+# code, -O3 runs it 5-18% faster than -Os (BenchmarkCardCosim, alternating
+# builds, 64 and 512 bits).
 HW_SIM := $(HW_BUILD)/sim
 VERILATOR_ROOT_DIR := $(shell verilator --getenv VERILATOR_ROOT 2>/dev/null)
-HW_SIM_OPT = $(if $(filter card_% iwcard_%,$*),-Os,-O3)
+HW_SIM_OPT = $(if $(filter card_%,$*),-Os,-O3)
 HW_SIM_CXXFLAGS := -O3 -march=native -fPIC -std=c++17 -fvisibility=hidden -Wl,-Bsymbolic -Wl,--no-undefined -I$(VERILATOR_ROOT_DIR)/include -I$(VERILATOR_ROOT_DIR)/include/vltstd
 # $(call HW_VERILATE_SO,<extra verilator flags>,<extra g++ flags>,<runtime objects>): builds $@ in a
 # private directory and renames it into place, so that concurrent builds of

@@ -42,7 +42,7 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 	for _, w := range gen.CardTopWidths {
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("%d/%s", w, c.name), func(b *testing.B) {
-								nqp, burst := 64, 16 // 16 WQEs: 32 of the SQ's 64 blocks
+				nqp, burst := 64, 16 // 16 WQEs: 32 of the SQ's 64 blocks
 				sqLog, txsLog := uint32(6), uint32(13)
 				if c.one {
 					nqp, burst, sqLog, txsLog = 1, 256, 10, 16 // 512 of 1,024 blocks; 22 of 64 KiB of ring
@@ -86,7 +86,7 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 					// The driver's turn, not counted: the CQEs consumed and
 					// the transmit rings drained.
 					require.NoError(b, wb.rtl.RunUntil(func() bool { return wb.rtl.Outstanding() == 0 }, 100_000))
-										for n, k := range perCQ {
+					for n, k := range perCQ {
 						require.NoError(b, wb.rtl.RegWrite(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, uint32(k)))
 					}
 					for _, q := range wb.qps {
