@@ -20,9 +20,9 @@ import (
 // the figure is what a driver sees, against card_tx's own
 // (BenchmarkCardTxThroughput). QPs 1 to 64, as a driver numbers them, or
 // (random_qpn) 64 numbers drawn from all 1,023 (card_tx's WQE read ahead
-// once shared its entries by QP number modulo 64). one_qp: a single QP
-// given 256 such WQEs at a time (an SQ of 1,024 blocks), the rate one
-// connection gets. Reads are answered 250 cycles after their address (1
+// once shared its entries by QP number modulo 64). one_qp and 8_qps: one
+// or eight QPs given 256 such WQEs each at a time (SQs of 1,024 blocks),
+// the rate a few busy connections get. Reads are answered 250 cycles after their address (1
 // µs at 250 MHz); writes 20 or 250 cycles after their last beat.
 func BenchmarkCardWQEThroughput(b *testing.B) {
 	const size = 64 // inline bytes
@@ -31,21 +31,22 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 		op   cs.WQEOpcode
 		wlat int
 		rnd  bool // QP numbers drawn at random, not 1 to 64
-		one  bool // one QP, 256 WQEs a burst
+		few  int  // 0: 64 QPs, 16 WQEs a burst; else this many QPs, 256 WQEs a burst
 	}{
-		{"send64/wlat20", cs.WQEOpcodeSend, 20, false, false},
-		{"write64/wlat20", cs.WQEOpcodeRDMAWrite, 20, false, false},
-		{"send64/wlat250", cs.WQEOpcodeSend, 250, false, false},
-		{"send64/wlat20/random_qpn", cs.WQEOpcodeSend, 20, true, false},
-		{"send64/wlat20/one_qp", cs.WQEOpcodeSend, 20, false, true},
+		{"send64/wlat20", cs.WQEOpcodeSend, 20, false, 0},
+		{"write64/wlat20", cs.WQEOpcodeRDMAWrite, 20, false, 0},
+		{"send64/wlat250", cs.WQEOpcodeSend, 250, false, 0},
+		{"send64/wlat20/random_qpn", cs.WQEOpcodeSend, 20, true, 0},
+		{"send64/wlat20/one_qp", cs.WQEOpcodeSend, 20, false, 1},
+		{"send64/wlat20/8_qps", cs.WQEOpcodeSend, 20, false, 8},
 	}
 	for _, w := range gen.CardTopWidths {
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("%d/%s", w, c.name), func(b *testing.B) {
 				nqp, burst := 64, 16 // 16 WQEs: 32 of the SQ's 64 blocks
 				sqLog, txsLog := uint32(6), uint32(13)
-				if c.one {
-					nqp, burst, sqLog, txsLog = 1, 256, 10, 16 // 512 of 1,024 blocks; 22 of 64 KiB of ring
+				if c.few > 0 {
+					nqp, burst, sqLog, txsLog = c.few, 256, 10, 16 // 512 of 1,024 blocks; 22 of 64 KiB of ring
 				}
 				cfg := CardConfig{Timing: AXITiming{ReadLatency: 250, WriteLatency: c.wlat}}
 				wb := newWCBenchCQ(b, w, 1, cfg, nqp, 11, func(i int, q *wcQP) {
