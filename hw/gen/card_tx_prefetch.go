@@ -73,6 +73,7 @@ type txPrefetch struct {
 	hit     *Signal // from txCtx on: the popped QP's next WQE's first block is in its entry
 	two     *Signal // ... and the block after it too
 	data    *Signal // in txCtx: the popped QP's entry's blocks (taken only with hit), byte 0 in bits 7:0
+	pend    *Signal // from txCtx on: that block is being read ahead into the entry (queued or in flight, still wanted)
 }
 
 func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
@@ -210,9 +211,14 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	match := m.WireOf("pf_match", And(vPop, Eq(tagIdx, in.ctxNext)), "")
 	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
 	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
+	// A QP popped again before its read ahead has landed (a few QPs
+	// busy: their turns come round faster than a DMA read) is told so,
+	// and waits for it rather than reading the block a second time.
+	flPop := m.Reg("pf_pop_pending", 1, big.NewInt(0), And(BitAt(fl, popSlot), BitAt(want, popSlot)), nil, "the popped QP's entry has a wanted read ahead queued or in flight")
+	pend := m.Reg("pf_pend", 1, big.NewInt(0), And(flPop, Eq(tagIdx, in.ctxNext)), in.ctx, "the engine's QP's next WQE's first block is being read ahead")
 	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
 	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
 	return txPrefetch{reqV: reqV, reqAddr: addr,
 		reqLen: Sel(reqTwo, C(16, 127), C(16, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
-		beat: beat, hit: hit, two: hit2, data: data}
+		beat: beat, hit: hit, two: hit2, data: data, pend: pend}
 }

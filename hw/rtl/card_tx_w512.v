@@ -13,13 +13,14 @@
 // and SQ index), or from a read ahead (1024 entries, by QP number: a QP's next
 // WQE's first one or two blocks read as soon as its current WQE's size is
 // known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
-// DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
-// segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
-// stream offset; each FPDU's wire length is computed here as it enters
-// mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
-// the ring size, in two writes where it wraps, the second realigned to lane
-// 0); one record per WQE in posting order once its last ring write has its
-// write response.
+// DMA read (a QP popped while its next WQE's read ahead is still coming goes
+// back to the scheduler until it lands); WQE decode; the inline payload
+// through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and
+// mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length
+// is computed here as it enters mpa_tx); the transmit stream ring writer
+// (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it
+// wraps, the second realigned to lane 0); one record per WQE in posting order
+// once its last ring write has its write response.
 //
 // This increment serves inline Send, Send with Invalidate (either with
 // Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -670,6 +671,8 @@ module card_tx_w512 (
     wire           cq_tight_cur;             // the QP's send CQ is tight
     wire           cpl_unresolved;           // a completion has no verdict yet
     wire           wqe_cq_hold;              // the WQE waits for the completions before it: its QP is put back
+    wire           pf_use_pend;              // the WQE's first block is being read ahead (card_tx_prefetch.go)
+    wire           wqe_pf_wait;              // the WQE waits for its read ahead: its QP is put back
     wire           wqe_go;                   // a WQE starts (no TERM_SENT waits: its lkey check may fail)
     wire           txs_ci_bad;               // TXS_CI ran past TXS_PI and the QP has bytes to send
     wire           txs_ci_bad_go;            // ... reported now (the doorbell path has none)
@@ -1150,6 +1153,8 @@ module card_tx_w512 (
     wire           pf_match;
     reg            pf_hit;                   // the engine's QP's next WQE's first block is in its entry
     reg            pf_hit_two;               // ... and the block after it
+    reg            pf_pop_pending;           // the popped QP's entry has a wanted read ahead queued or in flight
+    reg            pf_pend;                  // the engine's QP's next WQE's first block is being read ahead
     wire [63:0]    pf_req_addr;
     wire           pf_unused;                // tag bits the prefetch does not use
     wire           rd_eng_req;               // the engine or the gather asks for a read
@@ -2071,7 +2076,8 @@ module card_tx_w512 (
     assign wqe_ready = ((((((in_state3 & cur_live) & ~rx_lost_cur) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
     assign cq_tight_cur = cq_tight[cur_cq];
     assign wqe_cq_hold = ((wqe_ready & ~term_ev_v) & cq_tight_cur) & cpl_unresolved;
-    assign wqe_go = (wqe_ready & ~term_ev_v) & ~wqe_cq_hold;
+    assign wqe_pf_wait = ((((wqe_ready & ~term_ev_v) & ~wqe_cq_hold) & pf_use_pend) & ~push_hit) & ~pf_use_hit;
+    assign wqe_go = ((wqe_ready & ~term_ev_v) & ~wqe_cq_hold) & ~wqe_pf_wait;
     assign txs_ci_bad = ((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & (has_work | rreq_pending)) & (ring_size < ring_used);
     assign txs_ci_bad_go = (txs_ci_bad & ~baddb_v) & ~(db_v & db_bad);
     assign wqe_ev_wait = ((wqe_ready | (rsp_ready & cur_live)) & term_ev_v) | (((in_state3 & cur_error) & term_pend_cur) & term_silent_wait);
@@ -2553,6 +2559,7 @@ module card_tx_w512 (
     assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
     assign pf_unused = rd_ttag[0] | |rd_ttag[7:2];
     assign pf_use_hit = pf_hit;
+    assign pf_use_pend = pf_pend;
     assign pf_use_two = pf_hit_two;
     assign pf_use_data = pf_data_rd;
     assign rd_tvalid = rd_tvalid_all & ~pf_beat;
@@ -2834,7 +2841,7 @@ module card_tx_w512 (
     assign more_work = ((((cur_rreq != new_rreq_used) | prot) | wqe_fault_live) | gf_fault) | (((((flush_mode | prot) | rsp_fault) | wqe_fault_live) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
-    assign eng_requeue = (((in_state11 & more_work) | wqe_cq_hold) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
+    assign eng_requeue = ((((in_state11 & more_work) | wqe_cq_hold) | wqe_pf_wait) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -5137,6 +5144,22 @@ module card_tx_w512 (
             pf_hit_two <= 1'h0;
         end else if (in_state2) begin
             pf_hit_two <= pf_match & pf_tag_rd[16];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pop_pending <= 1'h0;
+        end else begin
+            pf_pop_pending <= pf_inflight[pf_pop_slot] & pf_want[pf_pop_slot];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pend <= 1'h0;
+        end else if (in_state2) begin
+            pf_pend <= pf_pop_pending & (pf_tag_idx == eng_rd[127:112]);
         end
     end
 

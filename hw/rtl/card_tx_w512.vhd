@@ -13,13 +13,14 @@
 -- and SQ index), or from a read ahead (1024 entries, by QP number: a QP's next
 -- WQE's first one or two blocks read as soon as its current WQE's size is
 -- known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
--- DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
--- segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
--- stream offset; each FPDU's wire length is computed here as it enters
--- mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
--- the ring size, in two writes where it wraps, the second realigned to lane
--- 0); one record per WQE in posting order once its last ring write has its
--- write response.
+-- DMA read (a QP popped while its next WQE's read ahead is still coming goes
+-- back to the scheduler until it lands); WQE decode; the inline payload
+-- through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and
+-- mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length
+-- is computed here as it enters mpa_tx); the transmit stream ring writer
+-- (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it
+-- wraps, the second realigned to lane 0); one record per WQE in posting order
+-- once its last ring write has its write response.
 --
 -- This increment serves inline Send, Send with Invalidate (either with
 -- Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -701,6 +702,8 @@ architecture rtl of card_tx_w512 is
     signal cq_tight_cur : std_logic;         -- the QP's send CQ is tight
     signal cpl_unresolved : std_logic;       -- a completion has no verdict yet
     signal wqe_cq_hold : std_logic;          -- the WQE waits for the completions before it: its QP is put back
+    signal pf_use_pend : std_logic;          -- the WQE's first block is being read ahead (card_tx_prefetch.go)
+    signal wqe_pf_wait : std_logic;          -- the WQE waits for its read ahead: its QP is put back
     signal wqe_go : std_logic;               -- a WQE starts (no TERM_SENT waits: its lkey check may fail)
     signal txs_ci_bad : std_logic;           -- TXS_CI ran past TXS_PI and the QP has bytes to send
     signal txs_ci_bad_go : std_logic;        -- ... reported now (the doorbell path has none)
@@ -1181,6 +1184,8 @@ architecture rtl of card_tx_w512 is
     signal pf_match : std_logic;
     signal pf_hit : std_logic := '0';        -- the engine's QP's next WQE's first block is in its entry
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
+    signal pf_pop_pending : std_logic := '0'; -- the popped QP's entry has a wanted read ahead queued or in flight
+    signal pf_pend : std_logic := '0';       -- the engine's QP's next WQE's first block is being read ahead
     signal pf_req_addr : std_logic_vector(63 downto 0);
     signal pf_unused : std_logic;            -- tag bits the prefetch does not use
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
@@ -2127,7 +2132,8 @@ begin
     wqe_ready <= ((((((in_state3 and cur_live) and (not rx_lost_cur)) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
     cq_tight_cur <= cq_tight(to_integer(unsigned(cur_cq)));
     wqe_cq_hold <= ((wqe_ready and (not term_ev_v)) and cq_tight_cur) and cpl_unresolved;
-    wqe_go <= (wqe_ready and (not term_ev_v)) and (not wqe_cq_hold);
+    wqe_pf_wait <= ((((wqe_ready and (not term_ev_v)) and (not wqe_cq_hold)) and pf_use_pend) and (not push_hit)) and (not pf_use_hit);
+    wqe_go <= ((wqe_ready and (not term_ev_v)) and (not wqe_cq_hold)) and (not wqe_pf_wait);
     txs_ci_bad <= ((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (has_work or rreq_pending)) and b2l(unsigned(ring_size) < unsigned(ring_used));
     txs_ci_bad_go <= (txs_ci_bad and (not baddb_v)) and (not (db_v and db_bad));
     wqe_ev_wait <= ((wqe_ready or (rsp_ready and cur_live)) and term_ev_v) or (((in_state3 and cur_error) and term_pend_cur) and term_silent_wait);
@@ -2613,6 +2619,7 @@ begin
     pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
     pf_unused <= rd_ttag(0) or (or rd_ttag(7 downto 2));
     pf_use_hit <= pf_hit;
+    pf_use_pend <= pf_pend;
     pf_use_two <= pf_hit_two;
     pf_use_data <= pf_data_rd;
     rd_tvalid <= rd_tvalid_all and (not pf_beat);
@@ -2895,7 +2902,7 @@ begin
     more_work <= (((b2l(cur_rreq /= new_rreq_used) or prot) or wqe_fault_live) or gf_fault) or mux((((flush_mode or prot) or rsp_fault) or wqe_fault_live) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
-    eng_requeue <= (((in_state11 and more_work) or wqe_cq_hold) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
+    eng_requeue <= ((((in_state11 and more_work) or wqe_cq_hold) or wqe_pf_wait) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -6241,6 +6248,28 @@ begin
                 pf_hit_two <= '0';
             elsif in_state2 = '1' then
                 pf_hit_two <= pf_match and pf_tag_rd(16);
+            end if;
+        end if;
+    end process;
+
+    pf_pop_pending_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_pending <= '0';
+            else
+                pf_pop_pending <= pf_inflight(to_integer(unsigned(pf_pop_slot))) and pf_want(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    pf_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pend <= '0';
+            elsif in_state2 = '1' then
+                pf_pend <= pf_pop_pending and b2l(pf_tag_idx = eng_rd(127 downto 112));
             end if;
         end if;
     end process;

@@ -311,6 +311,23 @@ func (b *ctxBench) runModel() {
 // hands ring bytes to TCP as their records come.
 func (b *ctxBench) runRTL(watchdog uint64) { b.runRTLUntil(watchdog, nil) }
 
+// runRTLCaughtUp runs the RTL as runRTL does, and on until every QP's
+// stream is as long as the model's: a QP put in error by its WQE owes
+// its Terminate after its last WQE is taken, at its next turn, which
+// may come after runRTL's conditions hold.
+func (b *ctxBench) runRTLCaughtUp(watchdog uint64) {
+	b.runRTL(watchdog)
+	b.runRTLUntil(watchdog, func() bool {
+		for _, q := range b.qps {
+			n := b.rtl.RingBytes[q.cfg.Num]
+			if n < uint64(len(b.mRing[q.cfg.Num])-q.mBase) || uint64(q.rtlCI) != n {
+				return false
+			}
+		}
+		return !b.rtl.Pending() && !b.rtl.RecordOut()
+	})
+}
+
 // runRTLUntil runs the RTL as runRTL does, until done (if not nil) holds
 // instead.
 func (b *ctxBench) runRTLUntil(watchdog uint64, until func() bool) {
@@ -535,7 +552,7 @@ func TestCardTxMalformed(t *testing.T) {
 				b.post(good, 300)
 				b.ring(good)
 				b.runModel()
-				b.runRTL(1_000_000)
+				b.runRTLCaughtUp(1_000_000)
 				halt, hq, _ := b.rtl.Halted()
 				require.False(t, halt, "seed %d: QP %d halted", seed, hq)
 				for i, row := range rows {
