@@ -735,7 +735,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	cfBypV := m.Reg("rq_db_byp_v", 32, nil, cfData, rqDB, "")
 	cf := m.WireOf("rq_db_cf_now", Sel(cfByp, cfBypV, cfDB), "")
 	dbCI := Bits(cf, 15, 0)
-	m.Assign(rqBad, And(rqDBq, producerMoveBad(m, "rq_db", "RQ", rqDBpi, dbCI, Bits(cf, 31, 16), logDB)))
+	m.Assign(rqBad, And(rqDBq, producerMoveBad(m, "rq_db", "RQ", rqDBpi, dbCI, Bits(cf, 31, 16), thermo(logDB, 16))))
 	bdbV := m.RegDecl("baddb_v", 1, "a bad RQ_PI's QP waits to go to error")
 	bdbReady := m.Input("m_baddb_ready", 1, "")
 	m.Drive(bdbV, big.NewInt(0), Or(rqBad, And(bdbV, Not(bdbReady))), nil)

@@ -541,7 +541,8 @@ func CardTx(width int) (*Module, error) {
 	newEnd := m.WireOf("db_new_end", Or(Bit(dbsA, 58), dEnd), "the peer's stream ended (sticky until CREATE)")
 	askPI := m.WireOf("db_ask_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "the SQ_PI the doorbell asks for")
 	dbCI := m.WireOf("db_sq_ci", Bits(sqDB, 15, 0), "")
-	badDB := m.WireOf("db_bad", And(Or(isSQ, isPush), producerMoveBad(m, "db", "SQ", askPI, dbCI, Bits(sqDB, 31, 16), sqLogDB)), "a bad SQ_PI: the QP goes to error, SQ_PI stays")
+	dbSQMask := m.WireOf("db_sq_mask", thermo(sqLogDB, 16), "the doorbell's SQ's size - 1, in blocks (its bad-doorbell check and read ahead)")
+	badDB := m.WireOf("db_bad", And(Or(isSQ, isPush), producerMoveBad(m, "db", "SQ", askPI, dbCI, Bits(sqDB, 31, 16), dbSQMask)), "a bad SQ_PI: the QP goes to error, SQ_PI stays")
 	newPI := m.WireOf("db_new_pi", Sel(badDB, oldPI, askPI), "")
 	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
 	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
@@ -1037,7 +1038,7 @@ func CardTx(width int) (*Module, error) {
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
 		popped: popped, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
-		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: thermo(sqLogDB, 16),
+		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)
 	m.Assign(pfPend, pf.pend)

@@ -138,8 +138,9 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	pBase := m.WireOf("pf_q_in_base", Sel(load, in.sqBase, in.dbSQBase), "")
 	pTwo := m.WireOf("pf_q_in_two", Sel(load, two, dbTwo), "")
 	var qSlots, qIdxs, qBases, qTwos []Expr
+	qHot := oneHot(m, "pf_q_wr", Bits(qWP, QDB-1, 0), cardTxPfQueue)
 	for i := 0; i < cardTxPfQueue; i++ {
-		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Eq(Bits(qWP, QDB-1, 0), C(QDB, uint64(i)))), "")
+		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Bit(qHot, i)), "")
 		qSlots = append(qSlots, m.Reg(fmt.Sprintf("pf_q%d_slot", i), EB, nil, pSlot, at, "the read ahead's entry"))
 		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, pIdx, at, "its SQ block (masked)"))
 		qBases = append(qBases, m.Reg(fmt.Sprintf("pf_q%d_base", i), 58, nil, pBase, at, "its SQ's base, bits 63:6"))

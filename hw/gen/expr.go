@@ -181,14 +181,10 @@ func Decode(x Expr, n int) Expr {
 		return bad("decode to %d bits", n)
 	}
 	if x.Width() == 1 { // VHDL has no unsigned of a std_logic
-		parts := make([]Expr, n)
-		for i := range parts {
-			parts[n-1-i] = C(1, 0)
-			if i < 2 {
-				parts[n-1-i] = Eq(x, C(1, uint64(i)))
-			}
+		if n == 1 {
+			return Not(x)
 		}
-		return Cat(parts...)
+		return zext(Cat(x, Not(x)), n)
 	}
 	return Decoded{x, n}
 }

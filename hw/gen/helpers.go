@@ -242,9 +242,9 @@ func oneHot(m *Module, name string, q Expr, n int) *Signal {
 // blocks) past the consumer index ci, nor behind the blocks the engine has
 // taken (up to taken). Its wires are prefix_posted, _over and _behind; q
 // names the ring in their comments ("SQ", "RQ").
-func producerMoveBad(m *Module, prefix, q string, asked, ci, taken Expr, log *Signal) Expr {
+func producerMoveBad(m *Module, prefix, q string, asked, ci, taken, mask Expr) Expr {
 	posted := m.WireOf(prefix+"_posted", Sub(asked, ci), fmt.Sprintf("blocks from %s_CI to the asked %s_PI", q, q))
-	over := m.WireOf(prefix+"_over", And(RedOr(posted), RedOr(And(Sub(posted, C(16, 1)), Not(thermo(log, 16))))), fmt.Sprintf("more than the %s's size", q))
+	over := m.WireOf(prefix+"_over", And(RedOr(posted), RedOr(And(Sub(posted, C(16, 1)), Not(mask)))), fmt.Sprintf("more than the %s's size", q))
 	behind := m.WireOf(prefix+"_behind", Lt(posted, Sub(taken, ci)), "behind the blocks the engine has taken")
 	return Or(over, behind)
 }

@@ -562,6 +562,7 @@ module card_tx_w512 (
     wire           db_new_end;               // the peer's stream ended (sticky until CREATE)
     wire [15:0]    db_ask_pi;                // the SQ_PI the doorbell asks for
     wire [15:0]    db_sq_ci;
+    wire [15:0]    db_sq_mask;               // the doorbell's SQ's size - 1, in blocks (its bad-doorbell check and read ahead)
     wire [15:0]    db_posted;                // blocks from SQ_CI to the asked SQ_PI
     wire           db_over;                  // more than the SQ's size
     wire           db_behind;                // behind the blocks the engine has taken
@@ -963,6 +964,8 @@ module card_tx_w512 (
     wire [15:0]    pf_q_in_idx;
     wire [57:0]    pf_q_in_base;
     wire           pf_q_in_two;
+    wire [4:0]     pf_q_wr_qp;
+    wire [31:0]    pf_q_wr_1h;
     wire           pf_q0_w;
     reg  [9:0]     pf_q0_slot;               // the read ahead's entry
     reg  [15:0]    pf_q0_idx;                // its SQ block (masked)
@@ -1990,8 +1993,7 @@ module card_tx_w512 (
     assign db_new_end = dbs_a_rd[58] | db_end_q;
     assign db_ask_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
     assign db_sq_ci = sq_db_rd[15:0];
-    assign db_posted = db_ask_pi - db_sq_ci;
-    assign db_over = |db_posted & |((db_posted - 16'h0001) & ~{
+    assign db_sq_mask = {
         5'h0f < sq_log_db_rd,
         5'h0e < sq_log_db_rd,
         5'h0d < sq_log_db_rd,
@@ -2008,7 +2010,9 @@ module card_tx_w512 (
         5'h02 < sq_log_db_rd,
         5'h01 < sq_log_db_rd,
         5'h00 < sq_log_db_rd
-    });
+    };
+    assign db_posted = db_ask_pi - db_sq_ci;
+    assign db_over = |db_posted & |((db_posted - 16'h0001) & ~db_sq_mask);
     assign db_behind = db_posted < (sq_db_rd[31:16] - db_sq_ci);
     assign db_bad = (db_is_sq | db_is_push) & (db_over | db_behind);
     assign db_new_pi = db_bad ? db_old_pi : db_ask_pi;
@@ -2443,95 +2447,46 @@ module card_tx_w512 (
     assign pf_db_1h = {{1023{1'b0}}, 1'b1} << pf_db_qp;
     assign pf_db_load = ((pf_db_first & ~pf_load) & ~pf_inflight[pf_db_slot]) & pf_flight_room;
     assign pf_db_posted = db_new_pi - db_old_pi;
-    assign pf_db_two = ~(pf_db_posted < 16'h0002) & ((db_old_pi & {
-        5'h0f < sq_log_db_rd,
-        5'h0e < sq_log_db_rd,
-        5'h0d < sq_log_db_rd,
-        5'h0c < sq_log_db_rd,
-        5'h0b < sq_log_db_rd,
-        5'h0a < sq_log_db_rd,
-        5'h09 < sq_log_db_rd,
-        5'h08 < sq_log_db_rd,
-        5'h07 < sq_log_db_rd,
-        5'h06 < sq_log_db_rd,
-        5'h05 < sq_log_db_rd,
-        5'h04 < sq_log_db_rd,
-        5'h03 < sq_log_db_rd,
-        5'h02 < sq_log_db_rd,
-        5'h01 < sq_log_db_rd,
-        5'h00 < sq_log_db_rd
-    }) != {
-        5'h0f < sq_log_db_rd,
-        5'h0e < sq_log_db_rd,
-        5'h0d < sq_log_db_rd,
-        5'h0c < sq_log_db_rd,
-        5'h0b < sq_log_db_rd,
-        5'h0a < sq_log_db_rd,
-        5'h09 < sq_log_db_rd,
-        5'h08 < sq_log_db_rd,
-        5'h07 < sq_log_db_rd,
-        5'h06 < sq_log_db_rd,
-        5'h05 < sq_log_db_rd,
-        5'h04 < sq_log_db_rd,
-        5'h03 < sq_log_db_rd,
-        5'h02 < sq_log_db_rd,
-        5'h01 < sq_log_db_rd,
-        5'h00 < sq_log_db_rd
-    });
+    assign pf_db_two = ~(pf_db_posted < 16'h0002) & ((db_old_pi & db_sq_mask) != db_sq_mask);
     assign pf_q_push = pf_load | pf_db_load;
     assign pf_q_in_slot = pf_load ? pf_cur_slot : pf_db_slot;
-    assign pf_q_in_idx = pf_load ? (pf_next & sq_mask) : (db_old_pi & {
-        5'h0f < sq_log_db_rd,
-        5'h0e < sq_log_db_rd,
-        5'h0d < sq_log_db_rd,
-        5'h0c < sq_log_db_rd,
-        5'h0b < sq_log_db_rd,
-        5'h0a < sq_log_db_rd,
-        5'h09 < sq_log_db_rd,
-        5'h08 < sq_log_db_rd,
-        5'h07 < sq_log_db_rd,
-        5'h06 < sq_log_db_rd,
-        5'h05 < sq_log_db_rd,
-        5'h04 < sq_log_db_rd,
-        5'h03 < sq_log_db_rd,
-        5'h02 < sq_log_db_rd,
-        5'h01 < sq_log_db_rd,
-        5'h00 < sq_log_db_rd
-    });
+    assign pf_q_in_idx = pf_load ? (pf_next & sq_mask) : (db_old_pi & db_sq_mask);
     assign pf_q_in_base = pf_load ? cur_sq_base : sq_base_db_rd;
     assign pf_q_in_two = pf_load ? pf_two : pf_db_two;
-    assign pf_q0_w = pf_q_push & (pf_q_wp[4:0] == 5'h00);
-    assign pf_q1_w = pf_q_push & (pf_q_wp[4:0] == 5'h01);
-    assign pf_q2_w = pf_q_push & (pf_q_wp[4:0] == 5'h02);
-    assign pf_q3_w = pf_q_push & (pf_q_wp[4:0] == 5'h03);
-    assign pf_q4_w = pf_q_push & (pf_q_wp[4:0] == 5'h04);
-    assign pf_q5_w = pf_q_push & (pf_q_wp[4:0] == 5'h05);
-    assign pf_q6_w = pf_q_push & (pf_q_wp[4:0] == 5'h06);
-    assign pf_q7_w = pf_q_push & (pf_q_wp[4:0] == 5'h07);
-    assign pf_q8_w = pf_q_push & (pf_q_wp[4:0] == 5'h08);
-    assign pf_q9_w = pf_q_push & (pf_q_wp[4:0] == 5'h09);
-    assign pf_q10_w = pf_q_push & (pf_q_wp[4:0] == 5'h0a);
-    assign pf_q11_w = pf_q_push & (pf_q_wp[4:0] == 5'h0b);
-    assign pf_q12_w = pf_q_push & (pf_q_wp[4:0] == 5'h0c);
-    assign pf_q13_w = pf_q_push & (pf_q_wp[4:0] == 5'h0d);
-    assign pf_q14_w = pf_q_push & (pf_q_wp[4:0] == 5'h0e);
-    assign pf_q15_w = pf_q_push & (pf_q_wp[4:0] == 5'h0f);
-    assign pf_q16_w = pf_q_push & (pf_q_wp[4:0] == 5'h10);
-    assign pf_q17_w = pf_q_push & (pf_q_wp[4:0] == 5'h11);
-    assign pf_q18_w = pf_q_push & (pf_q_wp[4:0] == 5'h12);
-    assign pf_q19_w = pf_q_push & (pf_q_wp[4:0] == 5'h13);
-    assign pf_q20_w = pf_q_push & (pf_q_wp[4:0] == 5'h14);
-    assign pf_q21_w = pf_q_push & (pf_q_wp[4:0] == 5'h15);
-    assign pf_q22_w = pf_q_push & (pf_q_wp[4:0] == 5'h16);
-    assign pf_q23_w = pf_q_push & (pf_q_wp[4:0] == 5'h17);
-    assign pf_q24_w = pf_q_push & (pf_q_wp[4:0] == 5'h18);
-    assign pf_q25_w = pf_q_push & (pf_q_wp[4:0] == 5'h19);
-    assign pf_q26_w = pf_q_push & (pf_q_wp[4:0] == 5'h1a);
-    assign pf_q27_w = pf_q_push & (pf_q_wp[4:0] == 5'h1b);
-    assign pf_q28_w = pf_q_push & (pf_q_wp[4:0] == 5'h1c);
-    assign pf_q29_w = pf_q_push & (pf_q_wp[4:0] == 5'h1d);
-    assign pf_q30_w = pf_q_push & (pf_q_wp[4:0] == 5'h1e);
-    assign pf_q31_w = pf_q_push & (pf_q_wp[4:0] == 5'h1f);
+    assign pf_q_wr_qp = pf_q_wp[4:0];
+    assign pf_q_wr_1h = {{31{1'b0}}, 1'b1} << pf_q_wr_qp;
+    assign pf_q0_w = pf_q_push & pf_q_wr_1h[0];
+    assign pf_q1_w = pf_q_push & pf_q_wr_1h[1];
+    assign pf_q2_w = pf_q_push & pf_q_wr_1h[2];
+    assign pf_q3_w = pf_q_push & pf_q_wr_1h[3];
+    assign pf_q4_w = pf_q_push & pf_q_wr_1h[4];
+    assign pf_q5_w = pf_q_push & pf_q_wr_1h[5];
+    assign pf_q6_w = pf_q_push & pf_q_wr_1h[6];
+    assign pf_q7_w = pf_q_push & pf_q_wr_1h[7];
+    assign pf_q8_w = pf_q_push & pf_q_wr_1h[8];
+    assign pf_q9_w = pf_q_push & pf_q_wr_1h[9];
+    assign pf_q10_w = pf_q_push & pf_q_wr_1h[10];
+    assign pf_q11_w = pf_q_push & pf_q_wr_1h[11];
+    assign pf_q12_w = pf_q_push & pf_q_wr_1h[12];
+    assign pf_q13_w = pf_q_push & pf_q_wr_1h[13];
+    assign pf_q14_w = pf_q_push & pf_q_wr_1h[14];
+    assign pf_q15_w = pf_q_push & pf_q_wr_1h[15];
+    assign pf_q16_w = pf_q_push & pf_q_wr_1h[16];
+    assign pf_q17_w = pf_q_push & pf_q_wr_1h[17];
+    assign pf_q18_w = pf_q_push & pf_q_wr_1h[18];
+    assign pf_q19_w = pf_q_push & pf_q_wr_1h[19];
+    assign pf_q20_w = pf_q_push & pf_q_wr_1h[20];
+    assign pf_q21_w = pf_q_push & pf_q_wr_1h[21];
+    assign pf_q22_w = pf_q_push & pf_q_wr_1h[22];
+    assign pf_q23_w = pf_q_push & pf_q_wr_1h[23];
+    assign pf_q24_w = pf_q_push & pf_q_wr_1h[24];
+    assign pf_q25_w = pf_q_push & pf_q_wr_1h[25];
+    assign pf_q26_w = pf_q_push & pf_q_wr_1h[26];
+    assign pf_q27_w = pf_q_push & pf_q_wr_1h[27];
+    assign pf_q28_w = pf_q_push & pf_q_wr_1h[28];
+    assign pf_q29_w = pf_q_push & pf_q_wr_1h[29];
+    assign pf_q30_w = pf_q_push & pf_q_wr_1h[30];
+    assign pf_q31_w = pf_q_push & pf_q_wr_1h[31];
     assign pf_req_slot = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_slot : pf_q30_slot) : (pf_q_rp[0] ? pf_q29_slot : pf_q28_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_slot : pf_q26_slot) : (pf_q_rp[0] ? pf_q25_slot : pf_q24_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_slot : pf_q22_slot) : (pf_q_rp[0] ? pf_q21_slot : pf_q20_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_slot : pf_q18_slot) : (pf_q_rp[0] ? pf_q17_slot : pf_q16_slot)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_slot : pf_q14_slot) : (pf_q_rp[0] ? pf_q13_slot : pf_q12_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_slot : pf_q10_slot) : (pf_q_rp[0] ? pf_q9_slot : pf_q8_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_slot : pf_q6_slot) : (pf_q_rp[0] ? pf_q5_slot : pf_q4_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_slot : pf_q2_slot) : (pf_q_rp[0] ? pf_q1_slot : pf_q0_slot))));
     assign pf_req_idx = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_idx : pf_q30_idx) : (pf_q_rp[0] ? pf_q29_idx : pf_q28_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_idx : pf_q26_idx) : (pf_q_rp[0] ? pf_q25_idx : pf_q24_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_idx : pf_q22_idx) : (pf_q_rp[0] ? pf_q21_idx : pf_q20_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_idx : pf_q18_idx) : (pf_q_rp[0] ? pf_q17_idx : pf_q16_idx)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_idx : pf_q14_idx) : (pf_q_rp[0] ? pf_q13_idx : pf_q12_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_idx : pf_q10_idx) : (pf_q_rp[0] ? pf_q9_idx : pf_q8_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_idx : pf_q6_idx) : (pf_q_rp[0] ? pf_q5_idx : pf_q4_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_idx : pf_q2_idx) : (pf_q_rp[0] ? pf_q1_idx : pf_q0_idx))));
     assign pf_req_base = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_base : pf_q30_base) : (pf_q_rp[0] ? pf_q29_base : pf_q28_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_base : pf_q26_base) : (pf_q_rp[0] ? pf_q25_base : pf_q24_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_base : pf_q22_base) : (pf_q_rp[0] ? pf_q21_base : pf_q20_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_base : pf_q18_base) : (pf_q_rp[0] ? pf_q17_base : pf_q16_base)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_base : pf_q14_base) : (pf_q_rp[0] ? pf_q13_base : pf_q12_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_base : pf_q10_base) : (pf_q_rp[0] ? pf_q9_base : pf_q8_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_base : pf_q6_base) : (pf_q_rp[0] ? pf_q5_base : pf_q4_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_base : pf_q2_base) : (pf_q_rp[0] ? pf_q1_base : pf_q0_base))));

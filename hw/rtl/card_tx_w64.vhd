@@ -593,6 +593,7 @@ architecture rtl of card_tx_w64 is
     signal db_new_end : std_logic;           -- the peer's stream ended (sticky until CREATE)
     signal db_ask_pi : std_logic_vector(15 downto 0); -- the SQ_PI the doorbell asks for
     signal db_sq_ci : std_logic_vector(15 downto 0);
+    signal db_sq_mask : std_logic_vector(15 downto 0); -- the doorbell's SQ's size - 1, in blocks (its bad-doorbell check and read ahead)
     signal db_posted : std_logic_vector(15 downto 0); -- blocks from SQ_CI to the asked SQ_PI
     signal db_over : std_logic;              -- more than the SQ's size
     signal db_behind : std_logic;            -- behind the blocks the engine has taken
@@ -990,6 +991,8 @@ architecture rtl of card_tx_w64 is
     signal pf_q_in_idx : std_logic_vector(15 downto 0);
     signal pf_q_in_base : std_logic_vector(57 downto 0);
     signal pf_q_in_two : std_logic;
+    signal pf_q_wr_qp : std_logic_vector(4 downto 0);
+    signal pf_q_wr_1h : std_logic_vector(31 downto 0);
     signal pf_q0_w : std_logic;
     signal pf_q0_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q0_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
@@ -2035,8 +2038,7 @@ begin
     db_new_end <= dbs_a_rd(58) or db_end_q;
     db_ask_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
     db_sq_ci <= sq_db_rd(15 downto 0);
-    db_posted <= std_logic_vector(unsigned(db_ask_pi) - unsigned(db_sq_ci));
-    db_over <= (or db_posted) and (or (std_logic_vector(unsigned(db_posted) - unsigned'(x"0001")) and (not std_logic_vector'(
+    db_sq_mask <= std_logic_vector'(
         b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
         b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
         b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
@@ -2053,7 +2055,9 @@ begin
         b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
         b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
         b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
-    ))));
+    );
+    db_posted <= std_logic_vector(unsigned(db_ask_pi) - unsigned(db_sq_ci));
+    db_over <= (or db_posted) and (or (std_logic_vector(unsigned(db_posted) - unsigned'(x"0001")) and (not db_sq_mask)));
     db_behind <= b2l(unsigned(db_posted) < unsigned(std_logic_vector(unsigned(sq_db_rd(31 downto 16)) - unsigned(db_sq_ci))));
     db_bad <= (db_is_sq or db_is_push) and (db_over or db_behind);
     db_new_pi <= mux(db_bad, db_old_pi, db_ask_pi);
@@ -2429,95 +2433,46 @@ begin
     pf_db_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_db_qp))));
     pf_db_load <= ((pf_db_first and (not pf_load)) and (not pf_inflight(to_integer(unsigned(pf_db_slot))))) and pf_flight_room;
     pf_db_posted <= std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi));
-    pf_db_two <= (not b2l(unsigned(pf_db_posted) < unsigned'(x"0002"))) and b2l((db_old_pi and std_logic_vector'(
-        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
-    )) /= std_logic_vector'(
-        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
-    ));
+    pf_db_two <= (not b2l(unsigned(pf_db_posted) < unsigned'(x"0002"))) and b2l((db_old_pi and db_sq_mask) /= db_sq_mask);
     pf_q_push <= pf_load or pf_db_load;
     pf_q_in_slot <= mux(pf_load, pf_cur_slot, pf_db_slot);
-    pf_q_in_idx <= mux(pf_load, pf_next and sq_mask, db_old_pi and std_logic_vector'(
-        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
-        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
-    ));
+    pf_q_in_idx <= mux(pf_load, pf_next and sq_mask, db_old_pi and db_sq_mask);
     pf_q_in_base <= mux(pf_load, cur_sq_base, sq_base_db_rd);
     pf_q_in_two <= mux(pf_load, pf_two, pf_db_two);
-    pf_q0_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00000");
-    pf_q1_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00001");
-    pf_q2_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00010");
-    pf_q3_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00011");
-    pf_q4_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00100");
-    pf_q5_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00101");
-    pf_q6_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00110");
-    pf_q7_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "00111");
-    pf_q8_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01000");
-    pf_q9_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01001");
-    pf_q10_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01010");
-    pf_q11_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01011");
-    pf_q12_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01100");
-    pf_q13_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01101");
-    pf_q14_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01110");
-    pf_q15_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "01111");
-    pf_q16_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10000");
-    pf_q17_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10001");
-    pf_q18_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10010");
-    pf_q19_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10011");
-    pf_q20_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10100");
-    pf_q21_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10101");
-    pf_q22_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10110");
-    pf_q23_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "10111");
-    pf_q24_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11000");
-    pf_q25_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11001");
-    pf_q26_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11010");
-    pf_q27_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11011");
-    pf_q28_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11100");
-    pf_q29_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11101");
-    pf_q30_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11110");
-    pf_q31_w <= pf_q_push and b2l(pf_q_wp(4 downto 0) = "11111");
+    pf_q_wr_qp <= pf_q_wp(4 downto 0);
+    pf_q_wr_1h <= std_logic_vector(shift_left(to_unsigned(1, 32), to_integer(unsigned(pf_q_wr_qp))));
+    pf_q0_w <= pf_q_push and pf_q_wr_1h(0);
+    pf_q1_w <= pf_q_push and pf_q_wr_1h(1);
+    pf_q2_w <= pf_q_push and pf_q_wr_1h(2);
+    pf_q3_w <= pf_q_push and pf_q_wr_1h(3);
+    pf_q4_w <= pf_q_push and pf_q_wr_1h(4);
+    pf_q5_w <= pf_q_push and pf_q_wr_1h(5);
+    pf_q6_w <= pf_q_push and pf_q_wr_1h(6);
+    pf_q7_w <= pf_q_push and pf_q_wr_1h(7);
+    pf_q8_w <= pf_q_push and pf_q_wr_1h(8);
+    pf_q9_w <= pf_q_push and pf_q_wr_1h(9);
+    pf_q10_w <= pf_q_push and pf_q_wr_1h(10);
+    pf_q11_w <= pf_q_push and pf_q_wr_1h(11);
+    pf_q12_w <= pf_q_push and pf_q_wr_1h(12);
+    pf_q13_w <= pf_q_push and pf_q_wr_1h(13);
+    pf_q14_w <= pf_q_push and pf_q_wr_1h(14);
+    pf_q15_w <= pf_q_push and pf_q_wr_1h(15);
+    pf_q16_w <= pf_q_push and pf_q_wr_1h(16);
+    pf_q17_w <= pf_q_push and pf_q_wr_1h(17);
+    pf_q18_w <= pf_q_push and pf_q_wr_1h(18);
+    pf_q19_w <= pf_q_push and pf_q_wr_1h(19);
+    pf_q20_w <= pf_q_push and pf_q_wr_1h(20);
+    pf_q21_w <= pf_q_push and pf_q_wr_1h(21);
+    pf_q22_w <= pf_q_push and pf_q_wr_1h(22);
+    pf_q23_w <= pf_q_push and pf_q_wr_1h(23);
+    pf_q24_w <= pf_q_push and pf_q_wr_1h(24);
+    pf_q25_w <= pf_q_push and pf_q_wr_1h(25);
+    pf_q26_w <= pf_q_push and pf_q_wr_1h(26);
+    pf_q27_w <= pf_q_push and pf_q_wr_1h(27);
+    pf_q28_w <= pf_q_push and pf_q_wr_1h(28);
+    pf_q29_w <= pf_q_push and pf_q_wr_1h(29);
+    pf_q30_w <= pf_q_push and pf_q_wr_1h(30);
+    pf_q31_w <= pf_q_push and pf_q_wr_1h(31);
     pf_req_slot <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_slot, pf_q30_slot), mux(pf_q_rp(0), pf_q29_slot, pf_q28_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_slot, pf_q26_slot), mux(pf_q_rp(0), pf_q25_slot, pf_q24_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_slot, pf_q22_slot), mux(pf_q_rp(0), pf_q21_slot, pf_q20_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_slot, pf_q18_slot), mux(pf_q_rp(0), pf_q17_slot, pf_q16_slot)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_slot, pf_q14_slot), mux(pf_q_rp(0), pf_q13_slot, pf_q12_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_slot, pf_q10_slot), mux(pf_q_rp(0), pf_q9_slot, pf_q8_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_slot, pf_q6_slot), mux(pf_q_rp(0), pf_q5_slot, pf_q4_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_slot, pf_q2_slot), mux(pf_q_rp(0), pf_q1_slot, pf_q0_slot)))));
     pf_req_idx <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_idx, pf_q30_idx), mux(pf_q_rp(0), pf_q29_idx, pf_q28_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_idx, pf_q26_idx), mux(pf_q_rp(0), pf_q25_idx, pf_q24_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_idx, pf_q22_idx), mux(pf_q_rp(0), pf_q21_idx, pf_q20_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_idx, pf_q18_idx), mux(pf_q_rp(0), pf_q17_idx, pf_q16_idx)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_idx, pf_q14_idx), mux(pf_q_rp(0), pf_q13_idx, pf_q12_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_idx, pf_q10_idx), mux(pf_q_rp(0), pf_q9_idx, pf_q8_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_idx, pf_q6_idx), mux(pf_q_rp(0), pf_q5_idx, pf_q4_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_idx, pf_q2_idx), mux(pf_q_rp(0), pf_q1_idx, pf_q0_idx)))));
     pf_req_base <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_base, pf_q30_base), mux(pf_q_rp(0), pf_q29_base, pf_q28_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_base, pf_q26_base), mux(pf_q_rp(0), pf_q25_base, pf_q24_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_base, pf_q22_base), mux(pf_q_rp(0), pf_q21_base, pf_q20_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_base, pf_q18_base), mux(pf_q_rp(0), pf_q17_base, pf_q16_base)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_base, pf_q14_base), mux(pf_q_rp(0), pf_q13_base, pf_q12_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_base, pf_q10_base), mux(pf_q_rp(0), pf_q9_base, pf_q8_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_base, pf_q6_base), mux(pf_q_rp(0), pf_q5_base, pf_q4_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_base, pf_q2_base), mux(pf_q_rp(0), pf_q1_base, pf_q0_base)))));

@@ -22,8 +22,9 @@ import (
 // (random_qpn) 64 numbers drawn from all 1,023 (card_tx's WQE read ahead
 // once shared its entries by QP number modulo 64). one_qp and 8_qps: one
 // or eight QPs given 256 such WQEs each at a time (SQs of 1,024 blocks),
-// the rate a few busy connections get. Reads are answered 250 cycles after their address (1
-// µs at 250 MHz); writes 20 or 250 cycles after their last beat.
+// the rate a few busy connections get. Reads are answered 250 cycles
+// after their address (1 µs at 250 MHz); writes 20 or 250 cycles after
+// their last beat.
 func BenchmarkCardWQEThroughput(b *testing.B) {
 	const size = 64 // inline bytes
 	cases := []struct {
