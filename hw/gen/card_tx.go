@@ -1037,7 +1037,7 @@ func CardTx(width int) (*Module, error) {
 	dbFirst := m.WireOf("pf_db_first", And(dbFire, isSQ, Not(badDB), Eq(oldPI, Bits(sqDB, 31, 16)), Ne(newPI, oldPI),
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
-		popped: popped, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
+		popped: popped, popRead: sPop, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
 		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)

@@ -6,29 +6,34 @@ import (
 )
 
 // card_tx's WQE prefetcher. As soon as the engine knows a WQE's size
-// (txHdr) on a live QP with more posted behind it, the first block of the
-// QP's next WQE (two when two are posted and do not wrap the ring) is
-// read ahead into the QP's prefetch entry (one per QP, so QPs never evict
-// each other's), behind whatever dma_rd already has in flight and ahead
-// of the WQE's own payload reads; the QP's next turn finds it there and
-// starts without a WQE read, as from a pushed block. The host may not
-// change a posted block before its WQE completes, and the entry is the
-// QP's and keyed by SQ index, so a block read ahead is the block the
-// engine would have read when it starts the WQE, which is when the card
-// model reads it. A read ahead
-// that gets an error response is dropped without a fault: the engine
-// reads the block itself, and faults as the model does.
+// (txHdr) on a live QP with more posted behind it, and the QP's entry does
+// not already hold (or have on its way) the next WQE's first two blocks,
+// up to CardTxPfBlocks of the QP's posted blocks from its next WQE on are
+// read ahead in one request into the QP's prefetch entry (one per QP, so
+// QPs never evict each other's), behind whatever dma_rd already has in
+// flight and ahead of the WQE's own payload reads; the QP's next turns
+// find their WQEs there and start without a WQE read, as from a pushed
+// block, so a QP served alone waits for one DMA round trip per entry, not
+// per WQE. The host may not change a posted block before its WQE
+// completes, and the entry is the QP's and keyed by the SQ index of its
+// first block, so a block read ahead is the block the engine would have
+// read when it starts the WQE, which is when the card model reads it. An
+// entry lives while its QP's WQEs start inside it: one that starts
+// elsewhere drops it. A read ahead that gets an error response is dropped
+// without a fault: the engine reads the block itself, and faults as the
+// model does.
 //
 // An SQ_PI doorbell that posts the first WQE of a live QP with nothing
 // else posted (the engine has started every block before it and does not
-// hold the QP) reads that WQE ahead too, so that QPs rung together have
-// their first WQEs read together rather than one turn at a time. Both
-// kinds wait for dma_rd in one queue; the engine's goes first: a
+// hold the QP) reads ahead from that WQE too, so that QPs rung together
+// have their first WQEs read together rather than one turn at a time.
+// Both kinds wait for dma_rd in one queue; the engine's goes first: a
 // doorbell's is skipped when both come in one cycle or its entry has a
 // read in flight.
 
 const (
 	CardTxPrefetch = CardTxQPs // prefetch entries: one per QP
+	CardTxPfBlocks = 8         // blocks an entry holds: one read ahead brings up to four two-block WQEs
 	cardTxPfTag    = 2         // dma_rd tag bit 1: a prefetch
 	cardTxPfFlight = 128       // read aheads in flight at most (their entries, in issue order)
 	cardTxPfQueue  = 32        // read aheads queued for dma_rd
@@ -44,6 +49,7 @@ type txPrefetchIn struct {
 	sqBase   *Signal // the QP's SQ base, bits 63:6
 	sqMask   Expr    // its size - 1, in blocks (16 bits)
 	popped   *Signal // the QP the engine pops now (its entry is read with its context)
+	popRead  Expr    // the engine reads the popped QP's context this cycle (txPop)
 	ctx      *Signal // the engine reads the popped QP's context (txCtx): the entry's verdict is taken
 	ctxNext  Expr    // ... and the block its next WQE starts at
 	consume  Expr    // the engine starts a WQE of its QP: the QP's entry is used or stale
@@ -95,8 +101,8 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	flHead := m.RegDecl("pf_flight_head", FB+1, "read aheads landed")
 	// Read aheads queued for dma_rd, the engine's and the doorbell's in
 	// the order they came (a circular buffer of registers): while dma_rd
-	// is backed up (at 64 bits its reorder buffer holds 32 two-block
-	// reads) they wait here rather than being skipped.
+	// is backed up (at 64 bits its reorder buffer holds 512 beats, eight
+	// reads of a whole entry) they wait here rather than being skipped.
 	const QDB = 5
 	if 1<<QDB != cardTxPfQueue {
 		panic("gen: card_tx prefetch request queue size")
@@ -108,43 +114,72 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	flUsed := m.WireOf("pf_flight_used", Add(zext(Sub(flTail, flHead), FB+2), zext(qCount, FB+2)), "read aheads in flight or queued")
 	flRoom := m.WireOf("pf_flight_room", And(Lt(flUsed, C(FB+2, cardTxPfFlight-1)), Lt(qCount, C(QDB+1, cardTxPfQueue))),
 		"both queues can take a read ahead")
-	// Per entry: a read in flight (fl), still wanted (want: not used,
-	// stale or dropped since), and a block held (v). A read is issued only
+	// Per entry: a read in flight (fl), still wanted (want: not dropped
+	// since), and its blocks held (v). A read is issued only
 	// to an entry with none in flight, so a response lands in the entry
 	// it was issued for.
 	fl := m.RegDecl("pf_inflight", E, "a read ahead of the entry is in flight")
 	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
-	v := m.RegDecl("pf_valid", E, "the entry holds its QP's next first block")
+	v := m.RegDecl("pf_valid", E, "the entry holds the blocks its key names")
+	const NB = CardTxPfBlocks
+	const CB = 3 // an entry's blocks - 1
+	if 1<<CB != NB {
+		panic("gen: card_tx prefetch entry size")
+	}
+	// An entry's key: the unmasked SQ index of its first block and its
+	// blocks - 1. Index x is inside it when x - index <= blocks - 1.
+	inside := func(x, idx, cm1 Expr) Expr { return Not(Lt(zext(cm1, 16), Sub(x, idx))) }
+	// Blocks read from next: as many as are posted, up to NB, never
+	// wrapping the ring (a WQE of up to 96 bytes of inline data, or two
+	// SGEs, is two blocks: an entry holds up to four such WQEs).
+	countOf := func(name string, pi, next, mask Expr, most int) *Signal {
+		m1 := m.WireOf(name+"_posted_m1", Sub(Sub(pi, next), C(16, 1)), "blocks posted from the next WQE on, - 1")
+		toEnd := m.WireOf(name+"_to_end_m1", Sub(mask, And(next, mask)), "blocks to the ring's end, - 1")
+		lim := m.WireOf(name+"_lim_m1", Sel(Lt(m1, toEnd), m1, toEnd), "")
+		return m.WireOf(name+"_cnt_m1", Sel(Lt(lim, C(16, uint64(most-1))), Bits(lim, CB-1, 0), C(CB, uint64(most-1))), "blocks to read - 1")
+	}
 	curSlot := slotOf("pf_cur_slot", in.qp)
 	curHot := oneHot(m, "pf_cur", curSlot, E)
 	flCur := m.WireOf("pf_cur_inflight", BitAt(fl, curSlot), "")
-	load := m.WireOf("pf_load", And(in.load, Not(flCur), flRoom), "a read ahead of the engine's QP's next WQE is queued")
-	// Two blocks are read when two are posted and they do not wrap the
-	// ring (a WQE of up to 96 bytes of inline data, or two SGEs, starts
-	// with no read at all).
-	twoOf := func(name string, pi, next, mask Expr) *Signal {
-		posted := m.WireOf(name+"_posted", Sub(pi, next), "blocks posted from the next WQE on")
-		return m.WireOf(name+"_two", And(Not(Lt(posted, C(16, 2))), Ne(And(next, mask), mask)), "")
-	}
-	two := twoOf("pf", in.pi, in.next, in.sqMask)
+	popSlot := slotOf("pf_pop_slot", in.popped)
+	push := m.Wire("pf_q_push", 1, "a read ahead is queued")
+	pSlot := m.Wire("pf_q_in_slot", EB, "its entry")
+	pIdx := m.Wire("pf_q_in_next", 16, "its first block (unmasked SQ index)")
+	pCnt := m.Wire("pf_q_in_cnt", CB, "its blocks - 1")
+	tags := m.Mem("pf_tag", 16+CB, E, push, pSlot, Cat(pCnt, pIdx), nil, popSlot,
+		"per entry: {blocks - 1, SQ index of the first} of the blocks read ahead")
+	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
+	tagCnt := m.WireOf("pf_tag_cnt", Bits(tags, 16+CB-1, 16), "")
+	// The engine's QP's entry as its turn found it (txCtx): its key, to
+	// tell at txHdr whether the next WQE is already there or coming.
+	curKey := m.Reg("pf_cur_key", 16+CB, nil, tags, in.ctx, "the engine's QP's entry's key, read with its context")
+	curLive := m.WireOf("pf_cur_live", Or(BitAt(v, curSlot), And(flCur, BitAt(want, curSlot))), "the engine's QP's entry holds blocks, or has them on the way")
+	nextOff := m.WireOf("pf_cur_next_off", Sub(in.next, Bits(curKey, 15, 0)), "the next WQE's first block in the entry")
+	nextTwo := m.WireOf("pf_next_two", Not(Lt(Sub(in.pi, in.next), C(16, 2))), "two blocks or more are posted from the next WQE on")
+	curCnt := m.WireOf("pf_cur_cnt", Bits(curKey, 16+CB-1, 16), "")
+	covered := m.WireOf("pf_covered", And(curLive, Sel(nextTwo, Lt(nextOff, zext(curCnt, 16)), inside(in.next, Bits(curKey, 15, 0), curCnt))),
+		"the entry holds (or will) the next WQE's first block, and its second if posted")
+	load := m.WireOf("pf_load", And(in.load, Not(covered), Not(flCur), flRoom), "a read ahead from the engine's QP's next WQE is queued")
+	cnt := countOf("pf", in.pi, in.next, in.sqMask, NB)
 	// A doorbell's read ahead is queued unless the engine's is this cycle.
 	dbSlot := slotOf("pf_db_slot", in.dbQP)
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
 	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(BitAt(fl, dbSlot)), flRoom), "a doorbell's read ahead is queued")
-	dbTwo := twoOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask)
-	push := m.WireOf("pf_q_push", Or(load, dbLoad), "")
-	pSlot := m.WireOf("pf_q_in_slot", Sel(load, curSlot, dbSlot), "")
-	pIdx := m.WireOf("pf_q_in_idx", Sel(load, And(in.next, in.sqMask), And(in.dbNext, in.dbSQMask)), "")
+	dbCnt := countOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask, 2)
+	m.Assign(push, Or(load, dbLoad))
+	m.Assign(pSlot, Sel(load, curSlot, dbSlot))
+	m.Assign(pIdx, Sel(load, in.next, in.dbNext))
+	m.Assign(pCnt, Sel(load, cnt, dbCnt))
 	pBase := m.WireOf("pf_q_in_base", Sel(load, in.sqBase, in.dbSQBase), "")
-	pTwo := m.WireOf("pf_q_in_two", Sel(load, two, dbTwo), "")
-	var qSlots, qIdxs, qBases, qTwos []Expr
+	pMask := m.WireOf("pf_q_in_mask", Sel(load, in.sqMask, in.dbSQMask), "")
+	var qSlots, qIdxs, qBases, qCnts []Expr
 	qHot := oneHot(m, "pf_q_wr", Bits(qWP, QDB-1, 0), cardTxPfQueue)
 	for i := 0; i < cardTxPfQueue; i++ {
 		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Bit(qHot, i)), "")
 		qSlots = append(qSlots, m.Reg(fmt.Sprintf("pf_q%d_slot", i), EB, nil, pSlot, at, "the read ahead's entry"))
-		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, pIdx, at, "its SQ block (masked)"))
+		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, And(pIdx, pMask), at, "its first SQ block (masked)"))
 		qBases = append(qBases, m.Reg(fmt.Sprintf("pf_q%d_base", i), 58, nil, pBase, at, "its SQ's base, bits 63:6"))
-		qTwos = append(qTwos, m.Reg(fmt.Sprintf("pf_q%d_two", i), 1, nil, pTwo, at, "two blocks"))
+		qCnts = append(qCnts, m.Reg(fmt.Sprintf("pf_q%d_cnt", i), CB, nil, pCnt, at, "its blocks - 1"))
 	}
 	m.Drive(qWP, big.NewInt(0), Add(qWP, zext(push, QDB+1)), nil)
 	m.Drive(qRP, big.NewInt(0), Add(qRP, zext(in.reqGrant, QDB+1)), nil)
@@ -152,15 +187,10 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	reqSlot := m.WireOf("pf_req_slot", muxTree(hSel, qSlots), "the head read ahead's entry")
 	reqIdx := m.WireOf("pf_req_idx", muxTree(hSel, qIdxs), "")
 	reqBase := m.WireOf("pf_req_base", muxTree(hSel, qBases), "")
-	reqTwo := m.WireOf("pf_req_two", muxTree(hSel, qTwos), "")
-	popSlot := slotOf("pf_pop_slot", in.popped)
-	// The entry's key: the unmasked SQ index the engine will start at.
-	tags := m.Mem("pf_tag", 17, E, push, pSlot,
-		Sel(load, Cat(two, in.next), Cat(dbTwo, in.dbNext)), nil, popSlot,
-		"per entry: {two blocks, SQ index} of the blocks read ahead")
+	reqCnt := m.WireOf("pf_req_cnt", muxTree(hSel, qCnts), "")
 	// The landing: dma_rd returns requests whole and in issue order, so
-	// a read ahead's beats come together; below 512 bits they are gathered
-	// into a block first.
+	// a read ahead's beats come together, block after block; below 512
+	// bits each block's beats are gathered first.
 	beat := m.WireOf("pf_beat", And(in.rdValid, Bit(in.rdTag, 1)), "dma_rd's beat is a read ahead's")
 	unused := []Expr{Bit(in.rdTag, 0), RedOr(Bits(in.rdTag, in.rdTag.W-1, 2))}
 	landErr := m.RegDecl("pf_land_err", 1, "a beat of the landing read ahead got an error response")
@@ -171,55 +201,67 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	landSlot := m.Mem("pf_flight", EB, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), reqSlot, nil, Bits(flHeadNext, FB-1, 0),
 		"the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)")
 	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
-	// The beats so far, the latest on top: at the last beat of a two-block
-	// read they are the first 1024-W bits; of a one-block read, the stage's
-	// top 512-W bits.
 	if in.W != 64 && in.W != 512 {
 		panic("gen: card_tx prefetch at 64 or 512 bits")
 	}
 	bpb := 512 / in.W
-	cnt := m.RegDecl("pf_land_beat", log2(2*bpb)+1, "beats of the landing read ahead taken")
-	m.Drive(cnt, big.NewInt(0), Sel(land, C(cnt.W, 0), incr(cnt)), beat)
-	landTwo := m.WireOf("pf_land_two", Eq(cnt, C(cnt.W, uint64(2*bpb-1))), "the landing read ahead is of two blocks")
-	stage := m.RegDecl("pf_stage", 1024-in.W, "the read ahead's beats so far, the latest on top")
-	var blk1 Expr
-	if in.W == 512 {
-		m.Drive(stage, nil, in.rdData, beat)
-		blk1 = in.rdData
-	} else {
-		m.Drive(stage, nil, Cat(in.rdData, Bits(stage, 1024-in.W-1, in.W)), beat)
-		blk1 = Cat(in.rdData, Bits(stage, 1023-in.W, 512))
+	BPB := log2(bpb)
+	lb := m.RegDecl("pf_land_beat", CB+BPB, "beats of the landing read ahead taken")
+	m.Drive(lb, big.NewInt(0), Sel(land, C(lb.W, 0), incr(lb)), beat)
+	blkIdx := m.WireOf("pf_land_blk", Bits(lb, CB+BPB-1, BPB), "the block the beat belongs to")
+	var blkDone, blk Expr = beat, in.rdData
+	if bpb > 1 {
+		stage := m.RegDecl("pf_stage", 512-in.W, "the block's beats so far, the latest on top")
+		m.Drive(stage, nil, Cat(in.rdData, Bits(stage, 512-in.W-1, in.W)), beat)
+		blkDone = And(beat, Eq(Bits(lb, BPB-1, 0), C(BPB, uint64(bpb-1))))
+		blk = Cat(in.rdData, stage)
 	}
-	blk := m.WireOf("pf_land_blocks", Sel(landTwo, Cat(in.rdData, stage), Cat(C(512, 0), blk1)), "the blocks read, the first in bits 511:0")
+	blkDoneW := m.WireOf("pf_land_blk_done", blkDone, "the beat completes a block")
+	blkW := m.WireOf("pf_land_blk_data", blk, "that block")
 	landOK := m.WireOf("pf_land_ok", And(land, Not(landErr), Not(in.rdErr)), "the blocks are whole")
-	data := m.Mem("pf_data", 1024, E, landOK, landSlot, blk, nil, popSlot, "per entry: the blocks read ahead")
+	// Per entry and block slot: the blocks read ahead (block slot k of an
+	// entry keyed at index i holds SQ block i+k). A slot is written as its
+	// block lands; the entry is valid only once every block has.
+	blkHot := oneHot(m, "pf_land_slot", blkIdx, NB)
+	var slotRd []Expr
+	for k := 0; k < NB; k++ {
+		// Read only with the context (txPop; the data is taken in txCtx):
+		// 4,096 bits copied every cycle cost the co-simulation a fifth.
+		slotRd = append(slotRd, m.Mem(fmt.Sprintf("pf_data%d", k), 512, E, And(blkDoneW, Bit(blkHot, k)), landSlot, blkW, in.popRead, popSlot,
+			fmt.Sprintf("per entry: its block %d read ahead", k)))
+	}
 	landHot := oneHot(m, "pf_landing", landSlot, E)
 	loadHot := m.WireOf("pf_load_1h", Or(And(curHot, Rep(load, E)), And(dbHot, Rep(dbLoad, E))), "")
 	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
 	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
-	// Used or stale: the entry of the QP whose WQE starts, and of a QP
-	// created.
-	clr := m.WireOf("pf_clear_1h", Or(And(curHot, Rep(in.consume, E)), And(createHot, Rep(in.create, E))), "")
+	// The verdict at txCtx, keyed by the QP and the SQ index its next WQE
+	// starts at: inside the entry, which held its blocks when the QP was
+	// popped (an entry holding them has no read in flight, so its data
+	// read then is theirs). It holds until the next txCtx.
+	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), BitAt(v, popSlot), nil, "the popped QP's entry held blocks")
+	popOff := m.WireOf("pf_pop_off", Sub(in.ctxNext, tagIdx), "the popped QP's next WQE's first block in its entry")
+	in1 := m.WireOf("pf_pop_inside", inside(in.ctxNext, tagIdx, tagCnt), "... is inside it")
+	in2 := m.WireOf("pf_pop_inside_two", Lt(popOff, zext(tagCnt, 16)), "... and so is the block after it")
+	hit := m.Reg("pf_hit", 1, big.NewInt(0), And(vPop, in1), in.ctx, "the engine's QP's next WQE's first block is in its entry")
+	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(vPop, in2), in.ctx, "... and the block after it")
+	rng := m.Reg("pf_inside", 1, big.NewInt(0), in1, in.ctx, "the engine's QP's next WQE starts inside its entry's blocks (held or not)")
+	offSel := selBits(m.WireOf("pf_pop_off3", Bits(popOff, CB-1, 0), ""), 0, CB)
+	off2Sel := selBits(m.WireOf("pf_pop_off3_next", Add(Bits(popOff, CB-1, 0), C(CB, 1)), ""), 0, CB)
+	data := m.WireOf("pf_pop_blocks", Cat(muxTree(off2Sel, slotRd), muxTree(offSel, slotRd)), "the entry's blocks of the popped QP's next WQE, the first in bits 511:0")
+	// A QP popped again before its read ahead has landed (a few QPs busy:
+	// their turns come round faster than a DMA read) is told so, and
+	// waits for it rather than reading the block a second time.
+	flPop := m.Reg("pf_pop_pending", 1, big.NewInt(0), And(BitAt(fl, popSlot), BitAt(want, popSlot)), nil, "the popped QP's entry has a wanted read ahead queued or in flight")
+	pend := m.Reg("pf_pend", 1, big.NewInt(0), And(flPop, in1), in.ctx, "the engine's QP's next WQE's first block is being read ahead")
+	// Dropped: the entry of a QP whose WQE starts outside it (its blocks
+	// are behind the QP, or it never held them), and of a QP created.
+	clr := m.WireOf("pf_clear_1h", Or(And(curHot, Rep(And(in.consume, Not(rng)), E)), And(createHot, Rep(in.create, E))), "")
 	m.Drive(fl, big.NewInt(0), Or(loadHot, And(fl, Not(land1h))), nil)
 	m.Drive(want, big.NewInt(0), And(Or(loadHot, And(want, Not(land1h))), Not(clr)), nil)
 	m.Drive(v, big.NewInt(0), And(Or(And(v, Not(loadHot)), And(land1h, want, Rep(landOK, E))), Not(clr)), nil)
-	// The verdict: the entry held a block when the QP was popped (an
-	// entry holding one has no read in flight, so its data read then is
-	// that block), keyed by the QP and the SQ index its next WQE starts
-	// at. It holds until the next txCtx.
-	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), BitAt(v, popSlot), nil, "the popped QP's entry held a block")
-	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
-	match := m.WireOf("pf_match", And(vPop, Eq(tagIdx, in.ctxNext)), "")
-	hit := m.Reg("pf_hit", 1, big.NewInt(0), match, in.ctx, "the engine's QP's next WQE's first block is in its entry")
-	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(match, Bit(tags, 16)), in.ctx, "... and the block after it")
-	// A QP popped again before its read ahead has landed (a few QPs
-	// busy: their turns come round faster than a DMA read) is told so,
-	// and waits for it rather than reading the block a second time.
-	flPop := m.Reg("pf_pop_pending", 1, big.NewInt(0), And(BitAt(fl, popSlot), BitAt(want, popSlot)), nil, "the popped QP's entry has a wanted read ahead queued or in flight")
-	pend := m.Reg("pf_pend", 1, big.NewInt(0), And(flPop, Eq(tagIdx, in.ctxNext)), in.ctx, "the engine's QP's next WQE's first block is being read ahead")
 	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
 	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
 	return txPrefetch{reqV: reqV, reqAddr: addr,
-		reqLen: Sel(reqTwo, C(16, 127), C(16, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
+		reqLen: Cat(C(16-CB-6, 0), reqCnt, C(6, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
 		beat: beat, hit: hit, two: hit2, data: data, pend: pend}
 }

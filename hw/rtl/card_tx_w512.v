@@ -945,204 +945,226 @@ module card_tx_w512 (
     wire           pf_flight_room;           // both queues can take a read ahead
     reg  [1023:0]  pf_inflight;              // a read ahead of the entry is in flight
     reg  [1023:0]  pf_want;                  // the entry's read in flight is still wanted
-    reg  [1023:0]  pf_valid;                 // the entry holds its QP's next first block
+    reg  [1023:0]  pf_valid;                 // the entry holds the blocks its key names
     wire [9:0]     pf_cur_slot;              // a QP's entry: its number
     wire [9:0]     pf_cur_qp;
     wire [1023:0]  pf_cur_1h;
     wire           pf_cur_inflight;
-    wire           pf_load;                  // a read ahead of the engine's QP's next WQE is queued
-    wire [15:0]    pf_posted;                // blocks posted from the next WQE on
-    wire           pf_two;
+    wire [9:0]     pf_pop_slot;              // a QP's entry: its number
+    wire           pf_q_push;                // a read ahead is queued
+    wire [9:0]     pf_q_in_slot;             // its entry
+    wire [15:0]    pf_q_in_next;             // its first block (unmasked SQ index)
+    wire [2:0]     pf_q_in_cnt;              // its blocks - 1
+    reg  [18:0]    pf_tag_rd;                // read data of pf_tag
+    wire [15:0]    pf_tag_idx;
+    wire [2:0]     pf_tag_cnt;
+    reg  [18:0]    pf_cur_key;               // the engine's QP's entry's key, read with its context
+    wire           pf_cur_live;              // the engine's QP's entry holds blocks, or has them on the way
+    wire [15:0]    pf_cur_next_off;          // the next WQE's first block in the entry
+    wire           pf_next_two;              // two blocks or more are posted from the next WQE on
+    wire [2:0]     pf_cur_cnt;
+    wire           pf_covered;               // the entry holds (or will) the next WQE's first block, and its second if posted
+    wire           pf_load;                  // a read ahead from the engine's QP's next WQE is queued
+    wire [15:0]    pf_posted_m1;             // blocks posted from the next WQE on, - 1
+    wire [15:0]    pf_to_end_m1;             // blocks to the ring's end, - 1
+    wire [15:0]    pf_lim_m1;
+    wire [2:0]     pf_cnt_m1;                // blocks to read - 1
     wire [9:0]     pf_db_slot;               // a QP's entry: its number
     wire [9:0]     pf_db_qp;
     wire [1023:0]  pf_db_1h;
     wire           pf_db_load;               // a doorbell's read ahead is queued
-    wire [15:0]    pf_db_posted;             // blocks posted from the next WQE on
-    wire           pf_db_two;
-    wire           pf_q_push;
-    wire [9:0]     pf_q_in_slot;
-    wire [15:0]    pf_q_in_idx;
+    wire [15:0]    pf_db_posted_m1;          // blocks posted from the next WQE on, - 1
+    wire [15:0]    pf_db_to_end_m1;          // blocks to the ring's end, - 1
+    wire [15:0]    pf_db_lim_m1;
+    wire [2:0]     pf_db_cnt_m1;             // blocks to read - 1
     wire [57:0]    pf_q_in_base;
-    wire           pf_q_in_two;
+    wire [15:0]    pf_q_in_mask;
     wire [4:0]     pf_q_wr_qp;
     wire [31:0]    pf_q_wr_1h;
     wire           pf_q0_w;
     reg  [9:0]     pf_q0_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q0_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q0_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q0_base;               // its SQ's base, bits 63:6
-    reg            pf_q0_two;                // two blocks
+    reg  [2:0]     pf_q0_cnt;                // its blocks - 1
     wire           pf_q1_w;
     reg  [9:0]     pf_q1_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q1_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q1_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q1_base;               // its SQ's base, bits 63:6
-    reg            pf_q1_two;                // two blocks
+    reg  [2:0]     pf_q1_cnt;                // its blocks - 1
     wire           pf_q2_w;
     reg  [9:0]     pf_q2_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q2_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q2_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q2_base;               // its SQ's base, bits 63:6
-    reg            pf_q2_two;                // two blocks
+    reg  [2:0]     pf_q2_cnt;                // its blocks - 1
     wire           pf_q3_w;
     reg  [9:0]     pf_q3_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q3_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q3_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q3_base;               // its SQ's base, bits 63:6
-    reg            pf_q3_two;                // two blocks
+    reg  [2:0]     pf_q3_cnt;                // its blocks - 1
     wire           pf_q4_w;
     reg  [9:0]     pf_q4_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q4_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q4_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q4_base;               // its SQ's base, bits 63:6
-    reg            pf_q4_two;                // two blocks
+    reg  [2:0]     pf_q4_cnt;                // its blocks - 1
     wire           pf_q5_w;
     reg  [9:0]     pf_q5_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q5_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q5_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q5_base;               // its SQ's base, bits 63:6
-    reg            pf_q5_two;                // two blocks
+    reg  [2:0]     pf_q5_cnt;                // its blocks - 1
     wire           pf_q6_w;
     reg  [9:0]     pf_q6_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q6_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q6_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q6_base;               // its SQ's base, bits 63:6
-    reg            pf_q6_two;                // two blocks
+    reg  [2:0]     pf_q6_cnt;                // its blocks - 1
     wire           pf_q7_w;
     reg  [9:0]     pf_q7_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q7_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q7_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q7_base;               // its SQ's base, bits 63:6
-    reg            pf_q7_two;                // two blocks
+    reg  [2:0]     pf_q7_cnt;                // its blocks - 1
     wire           pf_q8_w;
     reg  [9:0]     pf_q8_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q8_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q8_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q8_base;               // its SQ's base, bits 63:6
-    reg            pf_q8_two;                // two blocks
+    reg  [2:0]     pf_q8_cnt;                // its blocks - 1
     wire           pf_q9_w;
     reg  [9:0]     pf_q9_slot;               // the read ahead's entry
-    reg  [15:0]    pf_q9_idx;                // its SQ block (masked)
+    reg  [15:0]    pf_q9_idx;                // its first SQ block (masked)
     reg  [57:0]    pf_q9_base;               // its SQ's base, bits 63:6
-    reg            pf_q9_two;                // two blocks
+    reg  [2:0]     pf_q9_cnt;                // its blocks - 1
     wire           pf_q10_w;
     reg  [9:0]     pf_q10_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q10_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q10_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q10_base;              // its SQ's base, bits 63:6
-    reg            pf_q10_two;               // two blocks
+    reg  [2:0]     pf_q10_cnt;               // its blocks - 1
     wire           pf_q11_w;
     reg  [9:0]     pf_q11_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q11_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q11_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q11_base;              // its SQ's base, bits 63:6
-    reg            pf_q11_two;               // two blocks
+    reg  [2:0]     pf_q11_cnt;               // its blocks - 1
     wire           pf_q12_w;
     reg  [9:0]     pf_q12_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q12_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q12_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q12_base;              // its SQ's base, bits 63:6
-    reg            pf_q12_two;               // two blocks
+    reg  [2:0]     pf_q12_cnt;               // its blocks - 1
     wire           pf_q13_w;
     reg  [9:0]     pf_q13_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q13_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q13_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q13_base;              // its SQ's base, bits 63:6
-    reg            pf_q13_two;               // two blocks
+    reg  [2:0]     pf_q13_cnt;               // its blocks - 1
     wire           pf_q14_w;
     reg  [9:0]     pf_q14_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q14_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q14_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q14_base;              // its SQ's base, bits 63:6
-    reg            pf_q14_two;               // two blocks
+    reg  [2:0]     pf_q14_cnt;               // its blocks - 1
     wire           pf_q15_w;
     reg  [9:0]     pf_q15_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q15_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q15_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q15_base;              // its SQ's base, bits 63:6
-    reg            pf_q15_two;               // two blocks
+    reg  [2:0]     pf_q15_cnt;               // its blocks - 1
     wire           pf_q16_w;
     reg  [9:0]     pf_q16_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q16_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q16_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q16_base;              // its SQ's base, bits 63:6
-    reg            pf_q16_two;               // two blocks
+    reg  [2:0]     pf_q16_cnt;               // its blocks - 1
     wire           pf_q17_w;
     reg  [9:0]     pf_q17_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q17_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q17_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q17_base;              // its SQ's base, bits 63:6
-    reg            pf_q17_two;               // two blocks
+    reg  [2:0]     pf_q17_cnt;               // its blocks - 1
     wire           pf_q18_w;
     reg  [9:0]     pf_q18_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q18_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q18_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q18_base;              // its SQ's base, bits 63:6
-    reg            pf_q18_two;               // two blocks
+    reg  [2:0]     pf_q18_cnt;               // its blocks - 1
     wire           pf_q19_w;
     reg  [9:0]     pf_q19_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q19_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q19_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q19_base;              // its SQ's base, bits 63:6
-    reg            pf_q19_two;               // two blocks
+    reg  [2:0]     pf_q19_cnt;               // its blocks - 1
     wire           pf_q20_w;
     reg  [9:0]     pf_q20_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q20_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q20_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q20_base;              // its SQ's base, bits 63:6
-    reg            pf_q20_two;               // two blocks
+    reg  [2:0]     pf_q20_cnt;               // its blocks - 1
     wire           pf_q21_w;
     reg  [9:0]     pf_q21_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q21_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q21_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q21_base;              // its SQ's base, bits 63:6
-    reg            pf_q21_two;               // two blocks
+    reg  [2:0]     pf_q21_cnt;               // its blocks - 1
     wire           pf_q22_w;
     reg  [9:0]     pf_q22_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q22_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q22_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q22_base;              // its SQ's base, bits 63:6
-    reg            pf_q22_two;               // two blocks
+    reg  [2:0]     pf_q22_cnt;               // its blocks - 1
     wire           pf_q23_w;
     reg  [9:0]     pf_q23_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q23_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q23_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q23_base;              // its SQ's base, bits 63:6
-    reg            pf_q23_two;               // two blocks
+    reg  [2:0]     pf_q23_cnt;               // its blocks - 1
     wire           pf_q24_w;
     reg  [9:0]     pf_q24_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q24_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q24_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q24_base;              // its SQ's base, bits 63:6
-    reg            pf_q24_two;               // two blocks
+    reg  [2:0]     pf_q24_cnt;               // its blocks - 1
     wire           pf_q25_w;
     reg  [9:0]     pf_q25_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q25_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q25_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q25_base;              // its SQ's base, bits 63:6
-    reg            pf_q25_two;               // two blocks
+    reg  [2:0]     pf_q25_cnt;               // its blocks - 1
     wire           pf_q26_w;
     reg  [9:0]     pf_q26_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q26_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q26_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q26_base;              // its SQ's base, bits 63:6
-    reg            pf_q26_two;               // two blocks
+    reg  [2:0]     pf_q26_cnt;               // its blocks - 1
     wire           pf_q27_w;
     reg  [9:0]     pf_q27_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q27_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q27_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q27_base;              // its SQ's base, bits 63:6
-    reg            pf_q27_two;               // two blocks
+    reg  [2:0]     pf_q27_cnt;               // its blocks - 1
     wire           pf_q28_w;
     reg  [9:0]     pf_q28_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q28_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q28_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q28_base;              // its SQ's base, bits 63:6
-    reg            pf_q28_two;               // two blocks
+    reg  [2:0]     pf_q28_cnt;               // its blocks - 1
     wire           pf_q29_w;
     reg  [9:0]     pf_q29_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q29_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q29_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q29_base;              // its SQ's base, bits 63:6
-    reg            pf_q29_two;               // two blocks
+    reg  [2:0]     pf_q29_cnt;               // its blocks - 1
     wire           pf_q30_w;
     reg  [9:0]     pf_q30_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q30_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q30_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q30_base;              // its SQ's base, bits 63:6
-    reg            pf_q30_two;               // two blocks
+    reg  [2:0]     pf_q30_cnt;               // its blocks - 1
     wire           pf_q31_w;
     reg  [9:0]     pf_q31_slot;              // the read ahead's entry
-    reg  [15:0]    pf_q31_idx;               // its SQ block (masked)
+    reg  [15:0]    pf_q31_idx;               // its first SQ block (masked)
     reg  [57:0]    pf_q31_base;              // its SQ's base, bits 63:6
-    reg            pf_q31_two;               // two blocks
+    reg  [2:0]     pf_q31_cnt;               // its blocks - 1
     wire [9:0]     pf_req_slot;              // the head read ahead's entry
     wire [15:0]    pf_req_idx;
     wire [57:0]    pf_req_base;
-    wire           pf_req_two;
-    wire [9:0]     pf_pop_slot;              // a QP's entry: its number
-    reg  [16:0]    pf_tag_rd;                // read data of pf_tag
+    wire [2:0]     pf_req_cnt;
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
     reg            pf_land_err;              // a beat of the landing read ahead got an error response
     wire           pf_land;                  // a read ahead's last beat
     wire [7:0]     pf_flight_head_next;
     reg  [9:0]     pf_flight_rd;             // read data of pf_flight
-    reg  [1:0]     pf_land_beat;             // beats of the landing read ahead taken
-    wire           pf_land_two;              // the landing read ahead is of two blocks
-    reg  [511:0]   pf_stage;                 // the read ahead's beats so far, the latest on top
-    wire [1023:0]  pf_land_blocks;           // the blocks read, the first in bits 511:0
+    reg  [2:0]     pf_land_beat;             // beats of the landing read ahead taken
+    wire [2:0]     pf_land_blk;              // the block the beat belongs to
+    wire           pf_land_blk_done;         // the beat completes a block
+    wire [511:0]   pf_land_blk_data;         // that block
     wire           pf_land_ok;               // the blocks are whole
-    reg  [1023:0]  pf_data_rd;               // read data of pf_data
+    wire [2:0]     pf_land_slot_qp;
+    wire [7:0]     pf_land_slot_1h;
+    reg  [511:0]   pf_data0_rd;              // read data of pf_data0
+    reg  [511:0]   pf_data1_rd;              // read data of pf_data1
+    reg  [511:0]   pf_data2_rd;              // read data of pf_data2
+    reg  [511:0]   pf_data3_rd;              // read data of pf_data3
+    reg  [511:0]   pf_data4_rd;              // read data of pf_data4
+    reg  [511:0]   pf_data5_rd;              // read data of pf_data5
+    reg  [511:0]   pf_data6_rd;              // read data of pf_data6
+    reg  [511:0]   pf_data7_rd;              // read data of pf_data7
     wire [9:0]     pf_landing_qp;
     wire [1023:0]  pf_landing_1h;
     wire [1023:0]  pf_load_1h;
@@ -1150,14 +1172,19 @@ module card_tx_w512 (
     wire [9:0]     pf_create_slot;           // a QP's entry: its number
     wire [9:0]     pf_created_qp;
     wire [1023:0]  pf_created_1h;
-    wire [1023:0]  pf_clear_1h;
-    reg            pf_pop_valid;             // the popped QP's entry held a block
-    wire [15:0]    pf_tag_idx;
-    wire           pf_match;
+    reg            pf_pop_valid;             // the popped QP's entry held blocks
+    wire [15:0]    pf_pop_off;               // the popped QP's next WQE's first block in its entry
+    wire           pf_pop_inside;            // ... is inside it
+    wire           pf_pop_inside_two;        // ... and so is the block after it
     reg            pf_hit;                   // the engine's QP's next WQE's first block is in its entry
     reg            pf_hit_two;               // ... and the block after it
+    reg            pf_inside;                // the engine's QP's next WQE starts inside its entry's blocks (held or not)
+    wire [2:0]     pf_pop_off3;
+    wire [2:0]     pf_pop_off3_next;
+    wire [1023:0]  pf_pop_blocks;            // the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     reg            pf_pop_pending;           // the popped QP's entry has a wanted read ahead queued or in flight
     reg            pf_pend;                  // the engine's QP's next WQE's first block is being read ahead
+    wire [1023:0]  pf_clear_1h;
     wire [63:0]    pf_req_addr;
     wire           pf_unused;                // tag bits the prefetch does not use
     wire           rd_eng_req;               // the engine or the gather asks for a read
@@ -1792,9 +1819,16 @@ module card_tx_w512 (
     reg  [127:0] g_sge_b1 [0:7];             // SGE store: SGE 1 of each word
     reg  [127:0] g_sge_b2 [0:7];             // SGE store: SGE 2 of each word
     reg  [127:0] g_sge_b3 [0:7];             // SGE store: SGE 3 of each word
-    reg  [16:0] pf_tag [0:1023];             // per entry: {two blocks, SQ index} of the blocks read ahead
+    reg  [18:0] pf_tag [0:1023];             // per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
     reg  [9:0] pf_flight [0:127];            // the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)
-    reg  [1023:0] pf_data [0:1023];          // per entry: the blocks read ahead
+    reg  [511:0] pf_data0 [0:1023];          // per entry: its block 0 read ahead
+    reg  [511:0] pf_data1 [0:1023];          // per entry: its block 1 read ahead
+    reg  [511:0] pf_data2 [0:1023];          // per entry: its block 2 read ahead
+    reg  [511:0] pf_data3 [0:1023];          // per entry: its block 3 read ahead
+    reg  [511:0] pf_data4 [0:1023];          // per entry: its block 4 read ahead
+    reg  [511:0] pf_data5 [0:1023];          // per entry: its block 5 read ahead
+    reg  [511:0] pf_data6 [0:1023];          // per entry: its block 6 read ahead
+    reg  [511:0] pf_data7 [0:1023];          // per entry: its block 7 read ahead
     reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
 
     assign in_state0 = eng_state == 5'h00;
@@ -2439,20 +2473,33 @@ module card_tx_w512 (
     assign pf_cur_qp = pf_cur_slot;
     assign pf_cur_1h = {{1023{1'b0}}, 1'b1} << pf_cur_qp;
     assign pf_cur_inflight = pf_inflight[pf_cur_slot];
-    assign pf_load = (pf_load_go & ~pf_cur_inflight) & pf_flight_room;
-    assign pf_posted = cur_sq_pi - pf_next;
-    assign pf_two = ~(pf_posted < 16'h0002) & ((pf_next & sq_mask) != sq_mask);
+    assign pf_pop_slot = sched_rd;
+    assign pf_tag_idx = pf_tag_rd[15:0];
+    assign pf_tag_cnt = pf_tag_rd[18:16];
+    assign pf_cur_live = pf_valid[pf_cur_slot] | (pf_cur_inflight & pf_want[pf_cur_slot]);
+    assign pf_cur_next_off = pf_next - pf_cur_key[15:0];
+    assign pf_next_two = ~((cur_sq_pi - pf_next) < 16'h0002);
+    assign pf_cur_cnt = pf_cur_key[18:16];
+    assign pf_covered = pf_cur_live & (pf_next_two ? (pf_cur_next_off < {13'h0000, pf_cur_cnt}) : ~({13'h0000, pf_cur_cnt} < (pf_next - pf_cur_key[15:0])));
+    assign pf_load = ((pf_load_go & ~pf_covered) & ~pf_cur_inflight) & pf_flight_room;
+    assign pf_posted_m1 = (cur_sq_pi - pf_next) - 16'h0001;
+    assign pf_to_end_m1 = sq_mask - (pf_next & sq_mask);
+    assign pf_lim_m1 = (pf_posted_m1 < pf_to_end_m1) ? pf_posted_m1 : pf_to_end_m1;
+    assign pf_cnt_m1 = (pf_lim_m1 < 16'h0007) ? pf_lim_m1[2:0] : 3'h7;
     assign pf_db_slot = db_qp;
     assign pf_db_qp = pf_db_slot;
     assign pf_db_1h = {{1023{1'b0}}, 1'b1} << pf_db_qp;
     assign pf_db_load = ((pf_db_first & ~pf_load) & ~pf_inflight[pf_db_slot]) & pf_flight_room;
-    assign pf_db_posted = db_new_pi - db_old_pi;
-    assign pf_db_two = ~(pf_db_posted < 16'h0002) & ((db_old_pi & db_sq_mask) != db_sq_mask);
+    assign pf_db_posted_m1 = (db_new_pi - db_old_pi) - 16'h0001;
+    assign pf_db_to_end_m1 = db_sq_mask - (db_old_pi & db_sq_mask);
+    assign pf_db_lim_m1 = (pf_db_posted_m1 < pf_db_to_end_m1) ? pf_db_posted_m1 : pf_db_to_end_m1;
+    assign pf_db_cnt_m1 = (pf_db_lim_m1 < 16'h0001) ? pf_db_lim_m1[2:0] : 3'h1;
     assign pf_q_push = pf_load | pf_db_load;
     assign pf_q_in_slot = pf_load ? pf_cur_slot : pf_db_slot;
-    assign pf_q_in_idx = pf_load ? (pf_next & sq_mask) : (db_old_pi & db_sq_mask);
+    assign pf_q_in_next = pf_load ? pf_next : db_old_pi;
+    assign pf_q_in_cnt = pf_load ? pf_cnt_m1 : pf_db_cnt_m1;
     assign pf_q_in_base = pf_load ? cur_sq_base : sq_base_db_rd;
-    assign pf_q_in_two = pf_load ? pf_two : pf_db_two;
+    assign pf_q_in_mask = pf_load ? sq_mask : db_sq_mask;
     assign pf_q_wr_qp = pf_q_wp[4:0];
     assign pf_q_wr_1h = {{31{1'b0}}, 1'b1} << pf_q_wr_qp;
     assign pf_q0_w = pf_q_push & pf_q_wr_1h[0];
@@ -2490,17 +2537,16 @@ module card_tx_w512 (
     assign pf_req_slot = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_slot : pf_q30_slot) : (pf_q_rp[0] ? pf_q29_slot : pf_q28_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_slot : pf_q26_slot) : (pf_q_rp[0] ? pf_q25_slot : pf_q24_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_slot : pf_q22_slot) : (pf_q_rp[0] ? pf_q21_slot : pf_q20_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_slot : pf_q18_slot) : (pf_q_rp[0] ? pf_q17_slot : pf_q16_slot)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_slot : pf_q14_slot) : (pf_q_rp[0] ? pf_q13_slot : pf_q12_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_slot : pf_q10_slot) : (pf_q_rp[0] ? pf_q9_slot : pf_q8_slot))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_slot : pf_q6_slot) : (pf_q_rp[0] ? pf_q5_slot : pf_q4_slot)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_slot : pf_q2_slot) : (pf_q_rp[0] ? pf_q1_slot : pf_q0_slot))));
     assign pf_req_idx = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_idx : pf_q30_idx) : (pf_q_rp[0] ? pf_q29_idx : pf_q28_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_idx : pf_q26_idx) : (pf_q_rp[0] ? pf_q25_idx : pf_q24_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_idx : pf_q22_idx) : (pf_q_rp[0] ? pf_q21_idx : pf_q20_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_idx : pf_q18_idx) : (pf_q_rp[0] ? pf_q17_idx : pf_q16_idx)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_idx : pf_q14_idx) : (pf_q_rp[0] ? pf_q13_idx : pf_q12_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_idx : pf_q10_idx) : (pf_q_rp[0] ? pf_q9_idx : pf_q8_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_idx : pf_q6_idx) : (pf_q_rp[0] ? pf_q5_idx : pf_q4_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_idx : pf_q2_idx) : (pf_q_rp[0] ? pf_q1_idx : pf_q0_idx))));
     assign pf_req_base = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_base : pf_q30_base) : (pf_q_rp[0] ? pf_q29_base : pf_q28_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_base : pf_q26_base) : (pf_q_rp[0] ? pf_q25_base : pf_q24_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_base : pf_q22_base) : (pf_q_rp[0] ? pf_q21_base : pf_q20_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_base : pf_q18_base) : (pf_q_rp[0] ? pf_q17_base : pf_q16_base)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_base : pf_q14_base) : (pf_q_rp[0] ? pf_q13_base : pf_q12_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_base : pf_q10_base) : (pf_q_rp[0] ? pf_q9_base : pf_q8_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_base : pf_q6_base) : (pf_q_rp[0] ? pf_q5_base : pf_q4_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_base : pf_q2_base) : (pf_q_rp[0] ? pf_q1_base : pf_q0_base))));
-    assign pf_req_two = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_two : pf_q30_two) : (pf_q_rp[0] ? pf_q29_two : pf_q28_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_two : pf_q26_two) : (pf_q_rp[0] ? pf_q25_two : pf_q24_two))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_two : pf_q22_two) : (pf_q_rp[0] ? pf_q21_two : pf_q20_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_two : pf_q18_two) : (pf_q_rp[0] ? pf_q17_two : pf_q16_two)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_two : pf_q14_two) : (pf_q_rp[0] ? pf_q13_two : pf_q12_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_two : pf_q10_two) : (pf_q_rp[0] ? pf_q9_two : pf_q8_two))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_two : pf_q6_two) : (pf_q_rp[0] ? pf_q5_two : pf_q4_two)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_two : pf_q2_two) : (pf_q_rp[0] ? pf_q1_two : pf_q0_two))));
-    assign pf_pop_slot = sched_rd;
+    assign pf_req_cnt = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_cnt : pf_q30_cnt) : (pf_q_rp[0] ? pf_q29_cnt : pf_q28_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_cnt : pf_q26_cnt) : (pf_q_rp[0] ? pf_q25_cnt : pf_q24_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_cnt : pf_q22_cnt) : (pf_q_rp[0] ? pf_q21_cnt : pf_q20_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_cnt : pf_q18_cnt) : (pf_q_rp[0] ? pf_q17_cnt : pf_q16_cnt)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_cnt : pf_q14_cnt) : (pf_q_rp[0] ? pf_q13_cnt : pf_q12_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_cnt : pf_q10_cnt) : (pf_q_rp[0] ? pf_q9_cnt : pf_q8_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_cnt : pf_q6_cnt) : (pf_q_rp[0] ? pf_q5_cnt : pf_q4_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_cnt : pf_q2_cnt) : (pf_q_rp[0] ? pf_q1_cnt : pf_q0_cnt))));
     assign pf_beat = rd_tvalid_all & rd_ttag[1];
     assign pf_land = pf_beat & rd_tlast;
     assign pf_flight_head_next = pf_flight_head + {7'h00, pf_land};
-    assign pf_land_two = pf_land_beat == 2'h1;
-    assign pf_land_blocks = pf_land_two ? {rd_tdata, pf_stage} : {
-        512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
-        rd_tdata
-    };
+    assign pf_land_blk = pf_land_beat;
+    assign pf_land_blk_done = pf_beat;
+    assign pf_land_blk_data = rd_tdata;
     assign pf_land_ok = (pf_land & ~pf_land_err) & ~rd_terr;
+    assign pf_land_slot_qp = pf_land_blk;
+    assign pf_land_slot_1h = {{7{1'b0}}, 1'b1} << pf_land_slot_qp;
     assign pf_landing_qp = pf_flight_rd;
     assign pf_landing_1h = {{1023{1'b0}}, 1'b1} << pf_landing_qp;
     assign pf_load_1h = (pf_cur_1h & {1024{pf_load}}) | (pf_db_1h & {1024{pf_db_load}});
@@ -2508,21 +2554,32 @@ module card_tx_w512 (
     assign pf_create_slot = cmd_num;
     assign pf_created_qp = pf_create_slot;
     assign pf_created_1h = {{1023{1'b0}}, 1'b1} << pf_created_qp;
-    assign pf_clear_1h = (pf_cur_1h & {1024{wqe_go}}) | (pf_created_1h & {1024{cmd_create}});
-    assign pf_tag_idx = pf_tag_rd[15:0];
-    assign pf_match = pf_pop_valid & (pf_tag_idx == eng_rd[127:112]);
+    assign pf_pop_off = eng_rd[127:112] - pf_tag_idx;
+    assign pf_pop_inside = ~({13'h0000, pf_tag_cnt} < (eng_rd[127:112] - pf_tag_idx));
+    assign pf_pop_inside_two = pf_pop_off < {13'h0000, pf_tag_cnt};
+    assign pf_pop_off3 = pf_pop_off[2:0];
+    assign pf_pop_off3_next = pf_pop_off[2:0] + 3'h1;
+    assign pf_pop_blocks = {
+        pf_pop_off3_next[2] ? (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off3_next[0] ?
+            pf_data5_rd : pf_data4_rd)) : (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data3_rd : pf_data2_rd) :
+            (pf_pop_off3_next[0] ? pf_data1_rd : pf_data0_rd)),
+        pf_pop_off3[2] ? (pf_pop_off3[1] ? (pf_pop_off3[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off3[0] ? pf_data5_rd :
+            pf_data4_rd)) : (pf_pop_off3[1] ? (pf_pop_off3[0] ? pf_data3_rd : pf_data2_rd) : (pf_pop_off3[0] ? pf_data1_rd :
+            pf_data0_rd))
+    };
+    assign pf_clear_1h = (pf_cur_1h & {1024{(wqe_go & ~pf_inside)}}) | (pf_created_1h & {1024{cmd_create}});
     assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
     assign pf_unused = rd_ttag[0] | |rd_ttag[7:2];
     assign pf_use_hit = pf_hit;
     assign pf_use_pend = pf_pend;
     assign pf_use_two = pf_hit_two;
-    assign pf_use_data = pf_data_rd;
+    assign pf_use_data = pf_pop_blocks;
     assign rd_tvalid = rd_tvalid_all & ~pf_beat;
     assign rd_eng_req = rd_wqe_valid | g_req_v;
     assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
     assign rd_req_valid = rd_eng_req | pf_req_v;
     assign rd_req_addr = g_req_v ? g_addr : (rd_wqe_valid ? rd_wqe_addr : pf_req_addr);
-    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_two ? 16'h007f : 16'h003f));
+    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : {7'h00, pf_req_cnt, 6'h3f});
     assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : 8'h02);
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
@@ -4233,6 +4290,12 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (in_state2) begin
+            pf_cur_key <= pf_tag_rd;
+        end
+    end
+
+    always @(posedge clk) begin
         if (pf_q0_w) begin
             pf_q0_slot <= pf_q_in_slot;
         end
@@ -4240,7 +4303,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q0_w) begin
-            pf_q0_idx <= pf_q_in_idx;
+            pf_q0_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4252,7 +4315,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q0_w) begin
-            pf_q0_two <= pf_q_in_two;
+            pf_q0_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4264,7 +4327,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q1_w) begin
-            pf_q1_idx <= pf_q_in_idx;
+            pf_q1_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4276,7 +4339,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q1_w) begin
-            pf_q1_two <= pf_q_in_two;
+            pf_q1_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4288,7 +4351,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q2_w) begin
-            pf_q2_idx <= pf_q_in_idx;
+            pf_q2_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4300,7 +4363,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q2_w) begin
-            pf_q2_two <= pf_q_in_two;
+            pf_q2_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4312,7 +4375,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q3_w) begin
-            pf_q3_idx <= pf_q_in_idx;
+            pf_q3_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4324,7 +4387,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q3_w) begin
-            pf_q3_two <= pf_q_in_two;
+            pf_q3_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4336,7 +4399,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q4_w) begin
-            pf_q4_idx <= pf_q_in_idx;
+            pf_q4_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4348,7 +4411,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q4_w) begin
-            pf_q4_two <= pf_q_in_two;
+            pf_q4_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4360,7 +4423,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q5_w) begin
-            pf_q5_idx <= pf_q_in_idx;
+            pf_q5_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4372,7 +4435,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q5_w) begin
-            pf_q5_two <= pf_q_in_two;
+            pf_q5_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4384,7 +4447,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q6_w) begin
-            pf_q6_idx <= pf_q_in_idx;
+            pf_q6_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4396,7 +4459,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q6_w) begin
-            pf_q6_two <= pf_q_in_two;
+            pf_q6_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4408,7 +4471,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q7_w) begin
-            pf_q7_idx <= pf_q_in_idx;
+            pf_q7_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4420,7 +4483,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q7_w) begin
-            pf_q7_two <= pf_q_in_two;
+            pf_q7_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4432,7 +4495,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q8_w) begin
-            pf_q8_idx <= pf_q_in_idx;
+            pf_q8_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4444,7 +4507,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q8_w) begin
-            pf_q8_two <= pf_q_in_two;
+            pf_q8_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4456,7 +4519,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q9_w) begin
-            pf_q9_idx <= pf_q_in_idx;
+            pf_q9_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4468,7 +4531,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q9_w) begin
-            pf_q9_two <= pf_q_in_two;
+            pf_q9_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4480,7 +4543,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q10_w) begin
-            pf_q10_idx <= pf_q_in_idx;
+            pf_q10_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4492,7 +4555,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q10_w) begin
-            pf_q10_two <= pf_q_in_two;
+            pf_q10_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4504,7 +4567,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q11_w) begin
-            pf_q11_idx <= pf_q_in_idx;
+            pf_q11_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4516,7 +4579,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q11_w) begin
-            pf_q11_two <= pf_q_in_two;
+            pf_q11_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4528,7 +4591,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q12_w) begin
-            pf_q12_idx <= pf_q_in_idx;
+            pf_q12_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4540,7 +4603,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q12_w) begin
-            pf_q12_two <= pf_q_in_two;
+            pf_q12_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4552,7 +4615,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q13_w) begin
-            pf_q13_idx <= pf_q_in_idx;
+            pf_q13_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4564,7 +4627,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q13_w) begin
-            pf_q13_two <= pf_q_in_two;
+            pf_q13_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4576,7 +4639,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q14_w) begin
-            pf_q14_idx <= pf_q_in_idx;
+            pf_q14_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4588,7 +4651,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q14_w) begin
-            pf_q14_two <= pf_q_in_two;
+            pf_q14_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4600,7 +4663,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q15_w) begin
-            pf_q15_idx <= pf_q_in_idx;
+            pf_q15_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4612,7 +4675,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q15_w) begin
-            pf_q15_two <= pf_q_in_two;
+            pf_q15_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4624,7 +4687,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q16_w) begin
-            pf_q16_idx <= pf_q_in_idx;
+            pf_q16_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4636,7 +4699,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q16_w) begin
-            pf_q16_two <= pf_q_in_two;
+            pf_q16_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4648,7 +4711,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q17_w) begin
-            pf_q17_idx <= pf_q_in_idx;
+            pf_q17_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4660,7 +4723,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q17_w) begin
-            pf_q17_two <= pf_q_in_two;
+            pf_q17_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4672,7 +4735,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q18_w) begin
-            pf_q18_idx <= pf_q_in_idx;
+            pf_q18_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4684,7 +4747,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q18_w) begin
-            pf_q18_two <= pf_q_in_two;
+            pf_q18_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4696,7 +4759,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q19_w) begin
-            pf_q19_idx <= pf_q_in_idx;
+            pf_q19_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4708,7 +4771,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q19_w) begin
-            pf_q19_two <= pf_q_in_two;
+            pf_q19_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4720,7 +4783,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q20_w) begin
-            pf_q20_idx <= pf_q_in_idx;
+            pf_q20_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4732,7 +4795,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q20_w) begin
-            pf_q20_two <= pf_q_in_two;
+            pf_q20_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4744,7 +4807,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q21_w) begin
-            pf_q21_idx <= pf_q_in_idx;
+            pf_q21_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4756,7 +4819,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q21_w) begin
-            pf_q21_two <= pf_q_in_two;
+            pf_q21_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4768,7 +4831,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q22_w) begin
-            pf_q22_idx <= pf_q_in_idx;
+            pf_q22_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4780,7 +4843,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q22_w) begin
-            pf_q22_two <= pf_q_in_two;
+            pf_q22_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4792,7 +4855,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q23_w) begin
-            pf_q23_idx <= pf_q_in_idx;
+            pf_q23_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4804,7 +4867,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q23_w) begin
-            pf_q23_two <= pf_q_in_two;
+            pf_q23_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4816,7 +4879,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q24_w) begin
-            pf_q24_idx <= pf_q_in_idx;
+            pf_q24_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4828,7 +4891,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q24_w) begin
-            pf_q24_two <= pf_q_in_two;
+            pf_q24_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4840,7 +4903,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q25_w) begin
-            pf_q25_idx <= pf_q_in_idx;
+            pf_q25_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4852,7 +4915,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q25_w) begin
-            pf_q25_two <= pf_q_in_two;
+            pf_q25_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4864,7 +4927,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q26_w) begin
-            pf_q26_idx <= pf_q_in_idx;
+            pf_q26_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4876,7 +4939,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q26_w) begin
-            pf_q26_two <= pf_q_in_two;
+            pf_q26_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4888,7 +4951,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q27_w) begin
-            pf_q27_idx <= pf_q_in_idx;
+            pf_q27_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4900,7 +4963,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q27_w) begin
-            pf_q27_two <= pf_q_in_two;
+            pf_q27_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4912,7 +4975,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q28_w) begin
-            pf_q28_idx <= pf_q_in_idx;
+            pf_q28_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4924,7 +4987,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q28_w) begin
-            pf_q28_two <= pf_q_in_two;
+            pf_q28_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4936,7 +4999,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q29_w) begin
-            pf_q29_idx <= pf_q_in_idx;
+            pf_q29_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4948,7 +5011,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q29_w) begin
-            pf_q29_two <= pf_q_in_two;
+            pf_q29_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4960,7 +5023,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q30_w) begin
-            pf_q30_idx <= pf_q_in_idx;
+            pf_q30_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4972,7 +5035,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q30_w) begin
-            pf_q30_two <= pf_q_in_two;
+            pf_q30_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -4984,7 +5047,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q31_w) begin
-            pf_q31_idx <= pf_q_in_idx;
+            pf_q31_idx <= pf_q_in_next & pf_q_in_mask;
         end
     end
 
@@ -4996,7 +5059,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pf_q31_w) begin
-            pf_q31_two <= pf_q_in_two;
+            pf_q31_cnt <= pf_q_in_cnt;
         end
     end
 
@@ -5042,15 +5105,57 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pf_land_beat <= 2'h0;
+            pf_land_beat <= 3'h0;
         end else if (pf_beat) begin
-            pf_land_beat <= pf_land ? 2'h0 : (pf_land_beat + 2'h1);
+            pf_land_beat <= pf_land ? 3'h0 : (pf_land_beat + 3'h1);
         end
     end
 
     always @(posedge clk) begin
-        if (pf_beat) begin
-            pf_stage <= rd_tdata;
+        if (rst) begin
+            pf_pop_valid <= 1'h0;
+        end else begin
+            pf_pop_valid <= pf_valid[pf_pop_slot];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_hit <= 1'h0;
+        end else if (in_state2) begin
+            pf_hit <= pf_pop_valid & pf_pop_inside;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_hit_two <= 1'h0;
+        end else if (in_state2) begin
+            pf_hit_two <= pf_pop_valid & pf_pop_inside_two;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_inside <= 1'h0;
+        end else if (in_state2) begin
+            pf_inside <= pf_pop_inside;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pop_pending <= 1'h0;
+        end else begin
+            pf_pop_pending <= pf_inflight[pf_pop_slot] & pf_want[pf_pop_slot];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pend <= 1'h0;
+        end else if (in_state2) begin
+            pf_pend <= pf_pop_pending & pf_pop_inside;
         end
     end
 
@@ -5075,46 +5180,6 @@ module card_tx_w512 (
             pf_valid <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             pf_valid <= ((pf_valid & ~pf_load_1h) | ((pf_land_1h & pf_want) & {1024{pf_land_ok}})) & ~pf_clear_1h;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pf_pop_valid <= 1'h0;
-        end else begin
-            pf_pop_valid <= pf_valid[pf_pop_slot];
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pf_hit <= 1'h0;
-        end else if (in_state2) begin
-            pf_hit <= pf_match;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pf_hit_two <= 1'h0;
-        end else if (in_state2) begin
-            pf_hit_two <= pf_match & pf_tag_rd[16];
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pf_pop_pending <= 1'h0;
-        end else begin
-            pf_pop_pending <= pf_inflight[pf_pop_slot] & pf_want[pf_pop_slot];
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pf_pend <= 1'h0;
-        end else if (in_state2) begin
-            pf_pend <= pf_pop_pending & (pf_tag_idx == eng_rd[127:112]);
         end
     end
 
@@ -7152,7 +7217,7 @@ module card_tx_w512 (
     // pf_tag: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_q_push) begin
-            pf_tag[pf_q_in_slot] <= pf_load ? {pf_two, pf_next} : {pf_db_two, db_old_pi};
+            pf_tag[pf_q_in_slot] <= {pf_q_in_cnt, pf_q_in_next};
         end
         pf_tag_rd <= pf_tag[pf_pop_slot];
     end
@@ -7165,12 +7230,84 @@ module card_tx_w512 (
         pf_flight_rd <= pf_flight[pf_flight_head_next[6:0]];
     end
 
-    // pf_data: synchronous write, synchronous read (block RAM)
+    // pf_data0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (pf_land_ok) begin
-            pf_data[pf_flight_rd] <= pf_land_blocks;
+        if (pf_land_blk_done & pf_land_slot_1h[0]) begin
+            pf_data0[pf_flight_rd] <= pf_land_blk_data;
         end
-        pf_data_rd <= pf_data[pf_pop_slot];
+        if (in_state1) begin
+            pf_data0_rd <= pf_data0[pf_pop_slot];
+        end
+    end
+
+    // pf_data1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[1]) begin
+            pf_data1[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data1_rd <= pf_data1[pf_pop_slot];
+        end
+    end
+
+    // pf_data2: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[2]) begin
+            pf_data2[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data2_rd <= pf_data2[pf_pop_slot];
+        end
+    end
+
+    // pf_data3: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[3]) begin
+            pf_data3[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data3_rd <= pf_data3[pf_pop_slot];
+        end
+    end
+
+    // pf_data4: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[4]) begin
+            pf_data4[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data4_rd <= pf_data4[pf_pop_slot];
+        end
+    end
+
+    // pf_data5: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[5]) begin
+            pf_data5[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data5_rd <= pf_data5[pf_pop_slot];
+        end
+    end
+
+    // pf_data6: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[6]) begin
+            pf_data6[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data6_rd <= pf_data6[pf_pop_slot];
+        end
+    end
+
+    // pf_data7: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[7]) begin
+            pf_data7[pf_flight_rd] <= pf_land_blk_data;
+        end
+        if (in_state1) begin
+            pf_data7_rd <= pf_data7[pf_pop_slot];
+        end
     end
 
     // wr_info: synchronous write, synchronous read (block RAM)

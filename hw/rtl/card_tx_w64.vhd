@@ -972,204 +972,227 @@ architecture rtl of card_tx_w64 is
     signal pf_flight_room : std_logic;       -- both queues can take a read ahead
     signal pf_inflight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a read ahead of the entry is in flight
     signal pf_want : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry's read in flight is still wanted
-    signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry holds its QP's next first block
+    signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry holds the blocks its key names
     signal pf_cur_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_cur_qp : std_logic_vector(9 downto 0);
     signal pf_cur_1h : std_logic_vector(1023 downto 0);
     signal pf_cur_inflight : std_logic;
-    signal pf_load : std_logic;              -- a read ahead of the engine's QP's next WQE is queued
-    signal pf_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
-    signal pf_two : std_logic;
+    signal pf_pop_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
+    signal pf_q_push : std_logic;            -- a read ahead is queued
+    signal pf_q_in_slot : std_logic_vector(9 downto 0); -- its entry
+    signal pf_q_in_next : std_logic_vector(15 downto 0); -- its first block (unmasked SQ index)
+    signal pf_q_in_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_tag_rd : std_logic_vector(18 downto 0); -- read data of pf_tag
+    signal pf_tag_idx : std_logic_vector(15 downto 0);
+    signal pf_tag_cnt : std_logic_vector(2 downto 0);
+    signal pf_cur_key : std_logic_vector(18 downto 0); -- the engine's QP's entry's key, read with its context
+    signal pf_cur_live : std_logic;          -- the engine's QP's entry holds blocks, or has them on the way
+    signal pf_cur_next_off : std_logic_vector(15 downto 0); -- the next WQE's first block in the entry
+    signal pf_next_two : std_logic;          -- two blocks or more are posted from the next WQE on
+    signal pf_cur_cnt : std_logic_vector(2 downto 0);
+    signal pf_covered : std_logic;           -- the entry holds (or will) the next WQE's first block, and its second if posted
+    signal pf_load : std_logic;              -- a read ahead from the engine's QP's next WQE is queued
+    signal pf_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on, - 1
+    signal pf_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
+    signal pf_lim_m1 : std_logic_vector(15 downto 0);
+    signal pf_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
     signal pf_db_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_db_qp : std_logic_vector(9 downto 0);
     signal pf_db_1h : std_logic_vector(1023 downto 0);
     signal pf_db_load : std_logic;           -- a doorbell's read ahead is queued
-    signal pf_db_posted : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on
-    signal pf_db_two : std_logic;
-    signal pf_q_push : std_logic;
-    signal pf_q_in_slot : std_logic_vector(9 downto 0);
-    signal pf_q_in_idx : std_logic_vector(15 downto 0);
+    signal pf_db_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on, - 1
+    signal pf_db_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
+    signal pf_db_lim_m1 : std_logic_vector(15 downto 0);
+    signal pf_db_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
     signal pf_q_in_base : std_logic_vector(57 downto 0);
-    signal pf_q_in_two : std_logic;
+    signal pf_q_in_mask : std_logic_vector(15 downto 0);
     signal pf_q_wr_qp : std_logic_vector(4 downto 0);
     signal pf_q_wr_1h : std_logic_vector(31 downto 0);
     signal pf_q0_w : std_logic;
     signal pf_q0_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q0_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q0_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q0_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q0_two : std_logic;            -- two blocks
+    signal pf_q0_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q1_w : std_logic;
     signal pf_q1_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q1_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q1_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q1_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q1_two : std_logic;            -- two blocks
+    signal pf_q1_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q2_w : std_logic;
     signal pf_q2_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q2_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q2_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q2_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q2_two : std_logic;            -- two blocks
+    signal pf_q2_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q3_w : std_logic;
     signal pf_q3_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q3_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q3_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q3_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q3_two : std_logic;            -- two blocks
+    signal pf_q3_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q4_w : std_logic;
     signal pf_q4_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q4_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q4_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q4_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q4_two : std_logic;            -- two blocks
+    signal pf_q4_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q5_w : std_logic;
     signal pf_q5_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q5_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q5_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q5_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q5_two : std_logic;            -- two blocks
+    signal pf_q5_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q6_w : std_logic;
     signal pf_q6_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q6_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q6_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q6_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q6_two : std_logic;            -- two blocks
+    signal pf_q6_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q7_w : std_logic;
     signal pf_q7_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q7_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q7_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q7_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q7_two : std_logic;            -- two blocks
+    signal pf_q7_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q8_w : std_logic;
     signal pf_q8_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q8_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q8_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q8_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q8_two : std_logic;            -- two blocks
+    signal pf_q8_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q9_w : std_logic;
     signal pf_q9_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q9_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q9_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q9_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q9_two : std_logic;            -- two blocks
+    signal pf_q9_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q10_w : std_logic;
     signal pf_q10_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q10_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q10_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q10_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q10_two : std_logic;           -- two blocks
+    signal pf_q10_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q11_w : std_logic;
     signal pf_q11_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q11_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q11_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q11_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q11_two : std_logic;           -- two blocks
+    signal pf_q11_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q12_w : std_logic;
     signal pf_q12_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q12_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q12_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q12_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q12_two : std_logic;           -- two blocks
+    signal pf_q12_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q13_w : std_logic;
     signal pf_q13_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q13_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q13_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q13_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q13_two : std_logic;           -- two blocks
+    signal pf_q13_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q14_w : std_logic;
     signal pf_q14_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q14_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q14_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q14_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q14_two : std_logic;           -- two blocks
+    signal pf_q14_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q15_w : std_logic;
     signal pf_q15_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q15_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q15_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q15_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q15_two : std_logic;           -- two blocks
+    signal pf_q15_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q16_w : std_logic;
     signal pf_q16_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q16_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q16_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q16_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q16_two : std_logic;           -- two blocks
+    signal pf_q16_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q17_w : std_logic;
     signal pf_q17_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q17_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q17_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q17_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q17_two : std_logic;           -- two blocks
+    signal pf_q17_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q18_w : std_logic;
     signal pf_q18_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q18_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q18_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q18_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q18_two : std_logic;           -- two blocks
+    signal pf_q18_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q19_w : std_logic;
     signal pf_q19_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q19_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q19_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q19_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q19_two : std_logic;           -- two blocks
+    signal pf_q19_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q20_w : std_logic;
     signal pf_q20_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q20_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q20_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q20_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q20_two : std_logic;           -- two blocks
+    signal pf_q20_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q21_w : std_logic;
     signal pf_q21_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q21_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q21_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q21_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q21_two : std_logic;           -- two blocks
+    signal pf_q21_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q22_w : std_logic;
     signal pf_q22_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q22_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q22_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q22_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q22_two : std_logic;           -- two blocks
+    signal pf_q22_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q23_w : std_logic;
     signal pf_q23_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q23_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q23_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q23_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q23_two : std_logic;           -- two blocks
+    signal pf_q23_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q24_w : std_logic;
     signal pf_q24_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q24_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q24_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q24_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q24_two : std_logic;           -- two blocks
+    signal pf_q24_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q25_w : std_logic;
     signal pf_q25_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q25_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q25_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q25_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q25_two : std_logic;           -- two blocks
+    signal pf_q25_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q26_w : std_logic;
     signal pf_q26_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q26_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q26_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q26_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q26_two : std_logic;           -- two blocks
+    signal pf_q26_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q27_w : std_logic;
     signal pf_q27_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q27_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q27_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q27_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q27_two : std_logic;           -- two blocks
+    signal pf_q27_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q28_w : std_logic;
     signal pf_q28_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q28_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q28_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q28_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q28_two : std_logic;           -- two blocks
+    signal pf_q28_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q29_w : std_logic;
     signal pf_q29_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q29_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q29_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q29_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q29_two : std_logic;           -- two blocks
+    signal pf_q29_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q30_w : std_logic;
     signal pf_q30_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q30_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q30_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q30_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q30_two : std_logic;           -- two blocks
+    signal pf_q30_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q31_w : std_logic;
     signal pf_q31_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
-    signal pf_q31_idx : std_logic_vector(15 downto 0); -- its SQ block (masked)
+    signal pf_q31_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q31_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q31_two : std_logic;           -- two blocks
+    signal pf_q31_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_req_slot : std_logic_vector(9 downto 0); -- the head read ahead's entry
     signal pf_req_idx : std_logic_vector(15 downto 0);
     signal pf_req_base : std_logic_vector(57 downto 0);
-    signal pf_req_two : std_logic;
-    signal pf_pop_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
-    signal pf_tag_rd : std_logic_vector(16 downto 0); -- read data of pf_tag
+    signal pf_req_cnt : std_logic_vector(2 downto 0);
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
     signal pf_land_err : std_logic := '0';   -- a beat of the landing read ahead got an error response
     signal pf_land : std_logic;              -- a read ahead's last beat
     signal pf_flight_head_next : std_logic_vector(7 downto 0);
     signal pf_flight_rd : std_logic_vector(9 downto 0); -- read data of pf_flight
-    signal pf_land_beat : std_logic_vector(4 downto 0) := "00000"; -- beats of the landing read ahead taken
-    signal pf_land_two : std_logic;          -- the landing read ahead is of two blocks
-    signal pf_stage : std_logic_vector(959 downto 0); -- the read ahead's beats so far, the latest on top
-    signal pf_land_blocks : std_logic_vector(1023 downto 0); -- the blocks read, the first in bits 511:0
+    signal pf_land_beat : std_logic_vector(5 downto 0) := "000000"; -- beats of the landing read ahead taken
+    signal pf_land_blk : std_logic_vector(2 downto 0); -- the block the beat belongs to
+    signal pf_stage : std_logic_vector(447 downto 0); -- the block's beats so far, the latest on top
+    signal pf_land_blk_done : std_logic;     -- the beat completes a block
+    signal pf_land_blk_data : std_logic_vector(511 downto 0); -- that block
     signal pf_land_ok : std_logic;           -- the blocks are whole
-    signal pf_data_rd : std_logic_vector(1023 downto 0); -- read data of pf_data
+    signal pf_land_slot_qp : std_logic_vector(2 downto 0);
+    signal pf_land_slot_1h : std_logic_vector(7 downto 0);
+    signal pf_data0_rd : std_logic_vector(511 downto 0); -- read data of pf_data0
+    signal pf_data1_rd : std_logic_vector(511 downto 0); -- read data of pf_data1
+    signal pf_data2_rd : std_logic_vector(511 downto 0); -- read data of pf_data2
+    signal pf_data3_rd : std_logic_vector(511 downto 0); -- read data of pf_data3
+    signal pf_data4_rd : std_logic_vector(511 downto 0); -- read data of pf_data4
+    signal pf_data5_rd : std_logic_vector(511 downto 0); -- read data of pf_data5
+    signal pf_data6_rd : std_logic_vector(511 downto 0); -- read data of pf_data6
+    signal pf_data7_rd : std_logic_vector(511 downto 0); -- read data of pf_data7
     signal pf_landing_qp : std_logic_vector(9 downto 0);
     signal pf_landing_1h : std_logic_vector(1023 downto 0);
     signal pf_load_1h : std_logic_vector(1023 downto 0);
@@ -1177,14 +1200,19 @@ architecture rtl of card_tx_w64 is
     signal pf_create_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_created_qp : std_logic_vector(9 downto 0);
     signal pf_created_1h : std_logic_vector(1023 downto 0);
-    signal pf_clear_1h : std_logic_vector(1023 downto 0);
-    signal pf_pop_valid : std_logic := '0';  -- the popped QP's entry held a block
-    signal pf_tag_idx : std_logic_vector(15 downto 0);
-    signal pf_match : std_logic;
+    signal pf_pop_valid : std_logic := '0';  -- the popped QP's entry held blocks
+    signal pf_pop_off : std_logic_vector(15 downto 0); -- the popped QP's next WQE's first block in its entry
+    signal pf_pop_inside : std_logic;        -- ... is inside it
+    signal pf_pop_inside_two : std_logic;    -- ... and so is the block after it
     signal pf_hit : std_logic := '0';        -- the engine's QP's next WQE's first block is in its entry
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
+    signal pf_inside : std_logic := '0';     -- the engine's QP's next WQE starts inside its entry's blocks (held or not)
+    signal pf_pop_off3 : std_logic_vector(2 downto 0);
+    signal pf_pop_off3_next : std_logic_vector(2 downto 0);
+    signal pf_pop_blocks : std_logic_vector(1023 downto 0); -- the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     signal pf_pop_pending : std_logic := '0'; -- the popped QP's entry has a wanted read ahead queued or in flight
     signal pf_pend : std_logic := '0';       -- the engine's QP's next WQE's first block is being read ahead
+    signal pf_clear_1h : std_logic_vector(1023 downto 0);
     signal pf_req_addr : std_logic_vector(63 downto 0);
     signal pf_unused : std_logic;            -- tag bits the prefetch does not use
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
@@ -1833,12 +1861,26 @@ architecture rtl of card_tx_w64 is
     signal g_sge_b0 : g_sge_b0_t;            -- SGE store: word 0 of each SGE
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
-    type pf_tag_t is array (0 to 1023) of std_logic_vector(16 downto 0);
-    signal pf_tag : pf_tag_t;                -- per entry: {two blocks, SQ index} of the blocks read ahead
+    type pf_tag_t is array (0 to 1023) of std_logic_vector(18 downto 0);
+    signal pf_tag : pf_tag_t;                -- per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
     type pf_flight_t is array (0 to 127) of std_logic_vector(9 downto 0);
     signal pf_flight : pf_flight_t;          -- the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)
-    type pf_data_t is array (0 to 1023) of std_logic_vector(1023 downto 0);
-    signal pf_data : pf_data_t;              -- per entry: the blocks read ahead
+    type pf_data0_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data0 : pf_data0_t;            -- per entry: its block 0 read ahead
+    type pf_data1_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data1 : pf_data1_t;            -- per entry: its block 1 read ahead
+    type pf_data2_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data2 : pf_data2_t;            -- per entry: its block 2 read ahead
+    type pf_data3_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data3 : pf_data3_t;            -- per entry: its block 3 read ahead
+    type pf_data4_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data4 : pf_data4_t;            -- per entry: its block 4 read ahead
+    type pf_data5_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data5 : pf_data5_t;            -- per entry: its block 5 read ahead
+    type pf_data6_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data6 : pf_data6_t;            -- per entry: its block 6 read ahead
+    type pf_data7_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data7 : pf_data7_t;            -- per entry: its block 7 read ahead
     type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
     signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
 begin
@@ -2425,20 +2467,33 @@ begin
     pf_cur_qp <= pf_cur_slot;
     pf_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_cur_qp))));
     pf_cur_inflight <= pf_inflight(to_integer(unsigned(pf_cur_slot)));
-    pf_load <= (pf_load_go and (not pf_cur_inflight)) and pf_flight_room;
-    pf_posted <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next));
-    pf_two <= (not b2l(unsigned(pf_posted) < unsigned'(x"0002"))) and b2l((pf_next and sq_mask) /= sq_mask);
+    pf_pop_slot <= sched_rd;
+    pf_tag_idx <= pf_tag_rd(15 downto 0);
+    pf_tag_cnt <= pf_tag_rd(18 downto 16);
+    pf_cur_live <= pf_valid(to_integer(unsigned(pf_cur_slot))) or (pf_cur_inflight and pf_want(to_integer(unsigned(pf_cur_slot))));
+    pf_cur_next_off <= std_logic_vector(unsigned(pf_next) - unsigned(pf_cur_key(15 downto 0)));
+    pf_next_two <= not b2l(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next))) < unsigned'(x"0002"));
+    pf_cur_cnt <= pf_cur_key(18 downto 16);
+    pf_covered <= pf_cur_live and mux(pf_next_two, b2l(unsigned(pf_cur_next_off) < unsigned(std_logic_vector'("0000000000000" & pf_cur_cnt))), not b2l(unsigned(std_logic_vector'("0000000000000" & pf_cur_cnt)) < unsigned(std_logic_vector(unsigned(pf_next) - unsigned(pf_cur_key(15 downto 0))))));
+    pf_load <= ((pf_load_go and (not pf_covered)) and (not pf_cur_inflight)) and pf_flight_room;
+    pf_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next))) - unsigned'(x"0001"));
+    pf_to_end_m1 <= std_logic_vector(unsigned(sq_mask) - unsigned(pf_next and sq_mask));
+    pf_lim_m1 <= mux(b2l(unsigned(pf_posted_m1) < unsigned(pf_to_end_m1)), pf_posted_m1, pf_to_end_m1);
+    pf_cnt_m1 <= mux(b2l(unsigned(pf_lim_m1) < unsigned'(x"0007")), pf_lim_m1(2 downto 0), "111");
     pf_db_slot <= db_qp;
     pf_db_qp <= pf_db_slot;
     pf_db_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_db_qp))));
     pf_db_load <= ((pf_db_first and (not pf_load)) and (not pf_inflight(to_integer(unsigned(pf_db_slot))))) and pf_flight_room;
-    pf_db_posted <= std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi));
-    pf_db_two <= (not b2l(unsigned(pf_db_posted) < unsigned'(x"0002"))) and b2l((db_old_pi and db_sq_mask) /= db_sq_mask);
+    pf_db_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi))) - unsigned'(x"0001"));
+    pf_db_to_end_m1 <= std_logic_vector(unsigned(db_sq_mask) - unsigned(db_old_pi and db_sq_mask));
+    pf_db_lim_m1 <= mux(b2l(unsigned(pf_db_posted_m1) < unsigned(pf_db_to_end_m1)), pf_db_posted_m1, pf_db_to_end_m1);
+    pf_db_cnt_m1 <= mux(b2l(unsigned(pf_db_lim_m1) < unsigned'(x"0001")), pf_db_lim_m1(2 downto 0), "001");
     pf_q_push <= pf_load or pf_db_load;
     pf_q_in_slot <= mux(pf_load, pf_cur_slot, pf_db_slot);
-    pf_q_in_idx <= mux(pf_load, pf_next and sq_mask, db_old_pi and db_sq_mask);
+    pf_q_in_next <= mux(pf_load, pf_next, db_old_pi);
+    pf_q_in_cnt <= mux(pf_load, pf_cnt_m1, pf_db_cnt_m1);
     pf_q_in_base <= mux(pf_load, cur_sq_base, sq_base_db_rd);
-    pf_q_in_two <= mux(pf_load, pf_two, pf_db_two);
+    pf_q_in_mask <= mux(pf_load, sq_mask, db_sq_mask);
     pf_q_wr_qp <= pf_q_wp(4 downto 0);
     pf_q_wr_1h <= std_logic_vector(shift_left(to_unsigned(1, 32), to_integer(unsigned(pf_q_wr_qp))));
     pf_q0_w <= pf_q_push and pf_q_wr_1h(0);
@@ -2476,17 +2531,16 @@ begin
     pf_req_slot <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_slot, pf_q30_slot), mux(pf_q_rp(0), pf_q29_slot, pf_q28_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_slot, pf_q26_slot), mux(pf_q_rp(0), pf_q25_slot, pf_q24_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_slot, pf_q22_slot), mux(pf_q_rp(0), pf_q21_slot, pf_q20_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_slot, pf_q18_slot), mux(pf_q_rp(0), pf_q17_slot, pf_q16_slot)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_slot, pf_q14_slot), mux(pf_q_rp(0), pf_q13_slot, pf_q12_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_slot, pf_q10_slot), mux(pf_q_rp(0), pf_q9_slot, pf_q8_slot))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_slot, pf_q6_slot), mux(pf_q_rp(0), pf_q5_slot, pf_q4_slot)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_slot, pf_q2_slot), mux(pf_q_rp(0), pf_q1_slot, pf_q0_slot)))));
     pf_req_idx <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_idx, pf_q30_idx), mux(pf_q_rp(0), pf_q29_idx, pf_q28_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_idx, pf_q26_idx), mux(pf_q_rp(0), pf_q25_idx, pf_q24_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_idx, pf_q22_idx), mux(pf_q_rp(0), pf_q21_idx, pf_q20_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_idx, pf_q18_idx), mux(pf_q_rp(0), pf_q17_idx, pf_q16_idx)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_idx, pf_q14_idx), mux(pf_q_rp(0), pf_q13_idx, pf_q12_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_idx, pf_q10_idx), mux(pf_q_rp(0), pf_q9_idx, pf_q8_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_idx, pf_q6_idx), mux(pf_q_rp(0), pf_q5_idx, pf_q4_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_idx, pf_q2_idx), mux(pf_q_rp(0), pf_q1_idx, pf_q0_idx)))));
     pf_req_base <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_base, pf_q30_base), mux(pf_q_rp(0), pf_q29_base, pf_q28_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_base, pf_q26_base), mux(pf_q_rp(0), pf_q25_base, pf_q24_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_base, pf_q22_base), mux(pf_q_rp(0), pf_q21_base, pf_q20_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_base, pf_q18_base), mux(pf_q_rp(0), pf_q17_base, pf_q16_base)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_base, pf_q14_base), mux(pf_q_rp(0), pf_q13_base, pf_q12_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_base, pf_q10_base), mux(pf_q_rp(0), pf_q9_base, pf_q8_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_base, pf_q6_base), mux(pf_q_rp(0), pf_q5_base, pf_q4_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_base, pf_q2_base), mux(pf_q_rp(0), pf_q1_base, pf_q0_base)))));
-    pf_req_two <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_two, pf_q30_two), mux(pf_q_rp(0), pf_q29_two, pf_q28_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_two, pf_q26_two), mux(pf_q_rp(0), pf_q25_two, pf_q24_two))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_two, pf_q22_two), mux(pf_q_rp(0), pf_q21_two, pf_q20_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_two, pf_q18_two), mux(pf_q_rp(0), pf_q17_two, pf_q16_two)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_two, pf_q14_two), mux(pf_q_rp(0), pf_q13_two, pf_q12_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_two, pf_q10_two), mux(pf_q_rp(0), pf_q9_two, pf_q8_two))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_two, pf_q6_two), mux(pf_q_rp(0), pf_q5_two, pf_q4_two)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_two, pf_q2_two), mux(pf_q_rp(0), pf_q1_two, pf_q0_two)))));
-    pf_pop_slot <= sched_rd;
+    pf_req_cnt <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_cnt, pf_q30_cnt), mux(pf_q_rp(0), pf_q29_cnt, pf_q28_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_cnt, pf_q26_cnt), mux(pf_q_rp(0), pf_q25_cnt, pf_q24_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_cnt, pf_q22_cnt), mux(pf_q_rp(0), pf_q21_cnt, pf_q20_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_cnt, pf_q18_cnt), mux(pf_q_rp(0), pf_q17_cnt, pf_q16_cnt)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_cnt, pf_q14_cnt), mux(pf_q_rp(0), pf_q13_cnt, pf_q12_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_cnt, pf_q10_cnt), mux(pf_q_rp(0), pf_q9_cnt, pf_q8_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_cnt, pf_q6_cnt), mux(pf_q_rp(0), pf_q5_cnt, pf_q4_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_cnt, pf_q2_cnt), mux(pf_q_rp(0), pf_q1_cnt, pf_q0_cnt)))));
     pf_beat <= rd_tvalid_all and rd_ttag(1);
     pf_land <= pf_beat and rd_tlast;
     pf_flight_head_next <= std_logic_vector(unsigned(pf_flight_head) + unsigned(std_logic_vector'("0000000" & pf_land)));
-    pf_land_two <= b2l(pf_land_beat = "01111");
-    pf_land_blocks <= mux(pf_land_two, std_logic_vector'(rd_tdata & pf_stage), std_logic_vector'(
-        x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
-        std_logic_vector'(rd_tdata & pf_stage(959 downto 512))
-    ));
+    pf_land_blk <= pf_land_beat(5 downto 3);
+    pf_land_blk_done <= pf_beat and b2l(pf_land_beat(2 downto 0) = "111");
+    pf_land_blk_data <= std_logic_vector'(rd_tdata & pf_stage);
     pf_land_ok <= (pf_land and (not pf_land_err)) and (not rd_terr);
+    pf_land_slot_qp <= pf_land_blk;
+    pf_land_slot_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pf_land_slot_qp))));
     pf_landing_qp <= pf_flight_rd;
     pf_landing_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_landing_qp))));
     pf_load_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => pf_load)) or (pf_db_1h and std_logic_vector'(1023 downto 0 => pf_db_load));
@@ -2494,21 +2548,32 @@ begin
     pf_create_slot <= cmd_num;
     pf_created_qp <= pf_create_slot;
     pf_created_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_created_qp))));
-    pf_clear_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => wqe_go)) or (pf_created_1h and std_logic_vector'(1023 downto 0 => cmd_create));
-    pf_tag_idx <= pf_tag_rd(15 downto 0);
-    pf_match <= pf_pop_valid and b2l(pf_tag_idx = eng_rd(127 downto 112));
+    pf_pop_off <= std_logic_vector(unsigned(eng_rd(127 downto 112)) - unsigned(pf_tag_idx));
+    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)) < unsigned(std_logic_vector(unsigned(eng_rd(127 downto 112)) - unsigned(pf_tag_idx))));
+    pf_pop_inside_two <= b2l(unsigned(pf_pop_off) < unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)));
+    pf_pop_off3 <= pf_pop_off(2 downto 0);
+    pf_pop_off3_next <= std_logic_vector(unsigned(pf_pop_off(2 downto 0)) + unsigned'("001"));
+    pf_pop_blocks <= std_logic_vector'(
+        mux(pf_pop_off3_next(2), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data7_rd, pf_data6_rd),
+            mux(pf_pop_off3_next(0), pf_data5_rd, pf_data4_rd)), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data3_rd,
+            pf_data2_rd), mux(pf_pop_off3_next(0), pf_data1_rd, pf_data0_rd))) &
+        mux(pf_pop_off3(2), mux(pf_pop_off3(1), mux(pf_pop_off3(0), pf_data7_rd, pf_data6_rd), mux(pf_pop_off3(0), pf_data5_rd,
+            pf_data4_rd)), mux(pf_pop_off3(1), mux(pf_pop_off3(0), pf_data3_rd, pf_data2_rd), mux(pf_pop_off3(0), pf_data1_rd,
+            pf_data0_rd)))
+    );
+    pf_clear_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => wqe_go and (not pf_inside))) or (pf_created_1h and std_logic_vector'(1023 downto 0 => cmd_create));
     pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
     pf_unused <= rd_ttag(0) or (or rd_ttag(7 downto 2));
     pf_use_hit <= pf_hit;
     pf_use_pend <= pf_pend;
     pf_use_two <= pf_hit_two;
-    pf_use_data <= pf_data_rd;
+    pf_use_data <= pf_pop_blocks;
     rd_tvalid <= rd_tvalid_all and (not pf_beat);
     rd_eng_req <= rd_wqe_valid or g_req_v;
     pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
     rd_req_valid <= rd_eng_req or pf_req_v;
     rd_req_addr <= mux(g_req_v, g_addr, mux(rd_wqe_valid, rd_wqe_addr, pf_req_addr));
-    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_two, x"007f", x"003f")));
+    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, std_logic_vector'("0000000" & pf_req_cnt & "111111")));
     rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", x"02"));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
@@ -4826,6 +4891,15 @@ begin
         end if;
     end process;
 
+    pf_cur_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                pf_cur_key <= pf_tag_rd;
+            end if;
+        end if;
+    end process;
+
     pf_q0_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -4839,7 +4913,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q0_w = '1' then
-                pf_q0_idx <= pf_q_in_idx;
+                pf_q0_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -4853,11 +4927,11 @@ begin
         end if;
     end process;
 
-    pf_q0_two_reg : process (clk)
+    pf_q0_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q0_w = '1' then
-                pf_q0_two <= pf_q_in_two;
+                pf_q0_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -4875,7 +4949,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q1_w = '1' then
-                pf_q1_idx <= pf_q_in_idx;
+                pf_q1_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -4889,11 +4963,11 @@ begin
         end if;
     end process;
 
-    pf_q1_two_reg : process (clk)
+    pf_q1_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q1_w = '1' then
-                pf_q1_two <= pf_q_in_two;
+                pf_q1_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -4911,7 +4985,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q2_w = '1' then
-                pf_q2_idx <= pf_q_in_idx;
+                pf_q2_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -4925,11 +4999,11 @@ begin
         end if;
     end process;
 
-    pf_q2_two_reg : process (clk)
+    pf_q2_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q2_w = '1' then
-                pf_q2_two <= pf_q_in_two;
+                pf_q2_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -4947,7 +5021,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q3_w = '1' then
-                pf_q3_idx <= pf_q_in_idx;
+                pf_q3_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -4961,11 +5035,11 @@ begin
         end if;
     end process;
 
-    pf_q3_two_reg : process (clk)
+    pf_q3_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q3_w = '1' then
-                pf_q3_two <= pf_q_in_two;
+                pf_q3_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -4983,7 +5057,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q4_w = '1' then
-                pf_q4_idx <= pf_q_in_idx;
+                pf_q4_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -4997,11 +5071,11 @@ begin
         end if;
     end process;
 
-    pf_q4_two_reg : process (clk)
+    pf_q4_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q4_w = '1' then
-                pf_q4_two <= pf_q_in_two;
+                pf_q4_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5019,7 +5093,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q5_w = '1' then
-                pf_q5_idx <= pf_q_in_idx;
+                pf_q5_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5033,11 +5107,11 @@ begin
         end if;
     end process;
 
-    pf_q5_two_reg : process (clk)
+    pf_q5_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q5_w = '1' then
-                pf_q5_two <= pf_q_in_two;
+                pf_q5_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5055,7 +5129,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q6_w = '1' then
-                pf_q6_idx <= pf_q_in_idx;
+                pf_q6_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5069,11 +5143,11 @@ begin
         end if;
     end process;
 
-    pf_q6_two_reg : process (clk)
+    pf_q6_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q6_w = '1' then
-                pf_q6_two <= pf_q_in_two;
+                pf_q6_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5091,7 +5165,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q7_w = '1' then
-                pf_q7_idx <= pf_q_in_idx;
+                pf_q7_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5105,11 +5179,11 @@ begin
         end if;
     end process;
 
-    pf_q7_two_reg : process (clk)
+    pf_q7_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q7_w = '1' then
-                pf_q7_two <= pf_q_in_two;
+                pf_q7_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5127,7 +5201,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q8_w = '1' then
-                pf_q8_idx <= pf_q_in_idx;
+                pf_q8_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5141,11 +5215,11 @@ begin
         end if;
     end process;
 
-    pf_q8_two_reg : process (clk)
+    pf_q8_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q8_w = '1' then
-                pf_q8_two <= pf_q_in_two;
+                pf_q8_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5163,7 +5237,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q9_w = '1' then
-                pf_q9_idx <= pf_q_in_idx;
+                pf_q9_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5177,11 +5251,11 @@ begin
         end if;
     end process;
 
-    pf_q9_two_reg : process (clk)
+    pf_q9_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q9_w = '1' then
-                pf_q9_two <= pf_q_in_two;
+                pf_q9_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5199,7 +5273,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q10_w = '1' then
-                pf_q10_idx <= pf_q_in_idx;
+                pf_q10_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5213,11 +5287,11 @@ begin
         end if;
     end process;
 
-    pf_q10_two_reg : process (clk)
+    pf_q10_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q10_w = '1' then
-                pf_q10_two <= pf_q_in_two;
+                pf_q10_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5235,7 +5309,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q11_w = '1' then
-                pf_q11_idx <= pf_q_in_idx;
+                pf_q11_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5249,11 +5323,11 @@ begin
         end if;
     end process;
 
-    pf_q11_two_reg : process (clk)
+    pf_q11_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q11_w = '1' then
-                pf_q11_two <= pf_q_in_two;
+                pf_q11_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5271,7 +5345,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q12_w = '1' then
-                pf_q12_idx <= pf_q_in_idx;
+                pf_q12_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5285,11 +5359,11 @@ begin
         end if;
     end process;
 
-    pf_q12_two_reg : process (clk)
+    pf_q12_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q12_w = '1' then
-                pf_q12_two <= pf_q_in_two;
+                pf_q12_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5307,7 +5381,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q13_w = '1' then
-                pf_q13_idx <= pf_q_in_idx;
+                pf_q13_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5321,11 +5395,11 @@ begin
         end if;
     end process;
 
-    pf_q13_two_reg : process (clk)
+    pf_q13_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q13_w = '1' then
-                pf_q13_two <= pf_q_in_two;
+                pf_q13_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5343,7 +5417,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q14_w = '1' then
-                pf_q14_idx <= pf_q_in_idx;
+                pf_q14_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5357,11 +5431,11 @@ begin
         end if;
     end process;
 
-    pf_q14_two_reg : process (clk)
+    pf_q14_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q14_w = '1' then
-                pf_q14_two <= pf_q_in_two;
+                pf_q14_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5379,7 +5453,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q15_w = '1' then
-                pf_q15_idx <= pf_q_in_idx;
+                pf_q15_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5393,11 +5467,11 @@ begin
         end if;
     end process;
 
-    pf_q15_two_reg : process (clk)
+    pf_q15_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q15_w = '1' then
-                pf_q15_two <= pf_q_in_two;
+                pf_q15_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5415,7 +5489,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q16_w = '1' then
-                pf_q16_idx <= pf_q_in_idx;
+                pf_q16_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5429,11 +5503,11 @@ begin
         end if;
     end process;
 
-    pf_q16_two_reg : process (clk)
+    pf_q16_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q16_w = '1' then
-                pf_q16_two <= pf_q_in_two;
+                pf_q16_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5451,7 +5525,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q17_w = '1' then
-                pf_q17_idx <= pf_q_in_idx;
+                pf_q17_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5465,11 +5539,11 @@ begin
         end if;
     end process;
 
-    pf_q17_two_reg : process (clk)
+    pf_q17_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q17_w = '1' then
-                pf_q17_two <= pf_q_in_two;
+                pf_q17_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5487,7 +5561,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q18_w = '1' then
-                pf_q18_idx <= pf_q_in_idx;
+                pf_q18_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5501,11 +5575,11 @@ begin
         end if;
     end process;
 
-    pf_q18_two_reg : process (clk)
+    pf_q18_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q18_w = '1' then
-                pf_q18_two <= pf_q_in_two;
+                pf_q18_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5523,7 +5597,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q19_w = '1' then
-                pf_q19_idx <= pf_q_in_idx;
+                pf_q19_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5537,11 +5611,11 @@ begin
         end if;
     end process;
 
-    pf_q19_two_reg : process (clk)
+    pf_q19_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q19_w = '1' then
-                pf_q19_two <= pf_q_in_two;
+                pf_q19_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5559,7 +5633,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q20_w = '1' then
-                pf_q20_idx <= pf_q_in_idx;
+                pf_q20_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5573,11 +5647,11 @@ begin
         end if;
     end process;
 
-    pf_q20_two_reg : process (clk)
+    pf_q20_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q20_w = '1' then
-                pf_q20_two <= pf_q_in_two;
+                pf_q20_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5595,7 +5669,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q21_w = '1' then
-                pf_q21_idx <= pf_q_in_idx;
+                pf_q21_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5609,11 +5683,11 @@ begin
         end if;
     end process;
 
-    pf_q21_two_reg : process (clk)
+    pf_q21_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q21_w = '1' then
-                pf_q21_two <= pf_q_in_two;
+                pf_q21_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5631,7 +5705,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q22_w = '1' then
-                pf_q22_idx <= pf_q_in_idx;
+                pf_q22_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5645,11 +5719,11 @@ begin
         end if;
     end process;
 
-    pf_q22_two_reg : process (clk)
+    pf_q22_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q22_w = '1' then
-                pf_q22_two <= pf_q_in_two;
+                pf_q22_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5667,7 +5741,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q23_w = '1' then
-                pf_q23_idx <= pf_q_in_idx;
+                pf_q23_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5681,11 +5755,11 @@ begin
         end if;
     end process;
 
-    pf_q23_two_reg : process (clk)
+    pf_q23_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q23_w = '1' then
-                pf_q23_two <= pf_q_in_two;
+                pf_q23_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5703,7 +5777,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q24_w = '1' then
-                pf_q24_idx <= pf_q_in_idx;
+                pf_q24_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5717,11 +5791,11 @@ begin
         end if;
     end process;
 
-    pf_q24_two_reg : process (clk)
+    pf_q24_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q24_w = '1' then
-                pf_q24_two <= pf_q_in_two;
+                pf_q24_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5739,7 +5813,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q25_w = '1' then
-                pf_q25_idx <= pf_q_in_idx;
+                pf_q25_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5753,11 +5827,11 @@ begin
         end if;
     end process;
 
-    pf_q25_two_reg : process (clk)
+    pf_q25_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q25_w = '1' then
-                pf_q25_two <= pf_q_in_two;
+                pf_q25_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5775,7 +5849,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q26_w = '1' then
-                pf_q26_idx <= pf_q_in_idx;
+                pf_q26_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5789,11 +5863,11 @@ begin
         end if;
     end process;
 
-    pf_q26_two_reg : process (clk)
+    pf_q26_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q26_w = '1' then
-                pf_q26_two <= pf_q_in_two;
+                pf_q26_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5811,7 +5885,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q27_w = '1' then
-                pf_q27_idx <= pf_q_in_idx;
+                pf_q27_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5825,11 +5899,11 @@ begin
         end if;
     end process;
 
-    pf_q27_two_reg : process (clk)
+    pf_q27_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q27_w = '1' then
-                pf_q27_two <= pf_q_in_two;
+                pf_q27_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5847,7 +5921,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q28_w = '1' then
-                pf_q28_idx <= pf_q_in_idx;
+                pf_q28_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5861,11 +5935,11 @@ begin
         end if;
     end process;
 
-    pf_q28_two_reg : process (clk)
+    pf_q28_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q28_w = '1' then
-                pf_q28_two <= pf_q_in_two;
+                pf_q28_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5883,7 +5957,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q29_w = '1' then
-                pf_q29_idx <= pf_q_in_idx;
+                pf_q29_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5897,11 +5971,11 @@ begin
         end if;
     end process;
 
-    pf_q29_two_reg : process (clk)
+    pf_q29_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q29_w = '1' then
-                pf_q29_two <= pf_q_in_two;
+                pf_q29_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5919,7 +5993,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q30_w = '1' then
-                pf_q30_idx <= pf_q_in_idx;
+                pf_q30_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5933,11 +6007,11 @@ begin
         end if;
     end process;
 
-    pf_q30_two_reg : process (clk)
+    pf_q30_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q30_w = '1' then
-                pf_q30_two <= pf_q_in_two;
+                pf_q30_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -5955,7 +6029,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q31_w = '1' then
-                pf_q31_idx <= pf_q_in_idx;
+                pf_q31_idx <= pf_q_in_next and pf_q_in_mask;
             end if;
         end if;
     end process;
@@ -5969,11 +6043,11 @@ begin
         end if;
     end process;
 
-    pf_q31_two_reg : process (clk)
+    pf_q31_cnt_reg : process (clk)
     begin
         if rising_edge(clk) then
             if pf_q31_w = '1' then
-                pf_q31_two <= pf_q_in_two;
+                pf_q31_cnt <= pf_q_in_cnt;
             end if;
         end if;
     end process;
@@ -6037,9 +6111,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pf_land_beat <= "00000";
+                pf_land_beat <= "000000";
             elsif pf_beat = '1' then
-                pf_land_beat <= mux(pf_land, "00000", std_logic_vector(unsigned(pf_land_beat) + unsigned'("00001")));
+                pf_land_beat <= mux(pf_land, "000000", std_logic_vector(unsigned(pf_land_beat) + unsigned'("000001")));
             end if;
         end if;
     end process;
@@ -6048,7 +6122,73 @@ begin
     begin
         if rising_edge(clk) then
             if pf_beat = '1' then
-                pf_stage <= std_logic_vector'(rd_tdata & pf_stage(959 downto 64));
+                pf_stage <= std_logic_vector'(rd_tdata & pf_stage(447 downto 64));
+            end if;
+        end if;
+    end process;
+
+    pf_pop_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_valid <= '0';
+            else
+                pf_pop_valid <= pf_valid(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    pf_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_hit <= '0';
+            elsif in_state2 = '1' then
+                pf_hit <= pf_pop_valid and pf_pop_inside;
+            end if;
+        end if;
+    end process;
+
+    pf_hit_two_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_hit_two <= '0';
+            elsif in_state2 = '1' then
+                pf_hit_two <= pf_pop_valid and pf_pop_inside_two;
+            end if;
+        end if;
+    end process;
+
+    pf_inside_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_inside <= '0';
+            elsif in_state2 = '1' then
+                pf_inside <= pf_pop_inside;
+            end if;
+        end if;
+    end process;
+
+    pf_pop_pending_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_pending <= '0';
+            else
+                pf_pop_pending <= pf_inflight(to_integer(unsigned(pf_pop_slot))) and pf_want(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    pf_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pend <= '0';
+            elsif in_state2 = '1' then
+                pf_pend <= pf_pop_pending and pf_pop_inside;
             end if;
         end if;
     end process;
@@ -6082,61 +6222,6 @@ begin
                 pf_valid <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 pf_valid <= ((pf_valid and (not pf_load_1h)) or ((pf_land_1h and pf_want) and std_logic_vector'(1023 downto 0 => pf_land_ok))) and (not pf_clear_1h);
-            end if;
-        end if;
-    end process;
-
-    pf_pop_valid_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pf_pop_valid <= '0';
-            else
-                pf_pop_valid <= pf_valid(to_integer(unsigned(pf_pop_slot)));
-            end if;
-        end if;
-    end process;
-
-    pf_hit_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pf_hit <= '0';
-            elsif in_state2 = '1' then
-                pf_hit <= pf_match;
-            end if;
-        end if;
-    end process;
-
-    pf_hit_two_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pf_hit_two <= '0';
-            elsif in_state2 = '1' then
-                pf_hit_two <= pf_match and pf_tag_rd(16);
-            end if;
-        end if;
-    end process;
-
-    pf_pop_pending_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pf_pop_pending <= '0';
-            else
-                pf_pop_pending <= pf_inflight(to_integer(unsigned(pf_pop_slot))) and pf_want(to_integer(unsigned(pf_pop_slot)));
-            end if;
-        end if;
-    end process;
-
-    pf_pend_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pf_pend <= '0';
-            elsif in_state2 = '1' then
-                pf_pend <= pf_pop_pending and b2l(pf_tag_idx = eng_rd(127 downto 112));
             end if;
         end if;
     end process;
@@ -9453,7 +9538,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q_push = '1' then
-                pf_tag(to_integer(unsigned(pf_q_in_slot))) <= mux(pf_load, std_logic_vector'(pf_two & pf_next), std_logic_vector'(pf_db_two & db_old_pi));
+                pf_tag(to_integer(unsigned(pf_q_in_slot))) <= std_logic_vector'(pf_q_in_cnt & pf_q_in_next);
             end if;
             pf_tag_rd <= pf_tag(to_integer(unsigned(pf_pop_slot)));
         end if;
@@ -9470,14 +9555,107 @@ begin
         end if;
     end process;
 
-    -- pf_data: synchronous write, synchronous read (block RAM)
-    pf_data_ram : process (clk)
+    -- pf_data0: synchronous write, synchronous read (block RAM)
+    pf_data0_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if pf_land_ok = '1' then
-                pf_data(to_integer(unsigned(pf_flight_rd))) <= pf_land_blocks;
+            if (pf_land_blk_done and pf_land_slot_1h(0)) = '1' then
+                pf_data0(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            pf_data_rd <= pf_data(to_integer(unsigned(pf_pop_slot)));
+            if in_state1 = '1' then
+                pf_data0_rd <= pf_data0(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data1: synchronous write, synchronous read (block RAM)
+    pf_data1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(1)) = '1' then
+                pf_data1(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data1_rd <= pf_data1(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data2: synchronous write, synchronous read (block RAM)
+    pf_data2_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(2)) = '1' then
+                pf_data2(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data2_rd <= pf_data2(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data3: synchronous write, synchronous read (block RAM)
+    pf_data3_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(3)) = '1' then
+                pf_data3(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data3_rd <= pf_data3(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data4: synchronous write, synchronous read (block RAM)
+    pf_data4_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(4)) = '1' then
+                pf_data4(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data4_rd <= pf_data4(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data5: synchronous write, synchronous read (block RAM)
+    pf_data5_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(5)) = '1' then
+                pf_data5(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data5_rd <= pf_data5(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data6: synchronous write, synchronous read (block RAM)
+    pf_data6_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(6)) = '1' then
+                pf_data6(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data6_rd <= pf_data6(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data7: synchronous write, synchronous read (block RAM)
+    pf_data7_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(7)) = '1' then
+                pf_data7(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+            end if;
+            if in_state1 = '1' then
+                pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
+            end if;
         end if;
     end process;
 
