@@ -1025,9 +1025,10 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(gfAddr, ga.rdFaultAddr)
 	m.Drive(gfPend, big.NewInt(0), And(Not(gfEv), Or(gfPend, ga.rdFaultNew)), nil)
 	// Reads ahead of WQEs go when neither the gather nor the engine asks.
-	// As soon as a WQE's size is known (txHdr), the QP's next WQE is read
-	// ahead if it is posted: for a QP alone, its message's payload reads
-	// come back behind it; among many, it waits a round of the scheduler.
+	// As soon as a WQE's size is known (txHdr), the QP's next posted
+	// blocks (up to eight) are read ahead unless its entry holds them: for
+	// a QP alone, its message's payload reads come back behind them;
+	// among many, they wait a round of the scheduler.
 	pfLoad := m.WireOf("pf_load_go", And(sHdr, live, Not(retFl), Not(wErr), Not(waitRd), bbsOK, Lt(zext(bbs, 16), avail)), "a live QP's WQE is decoded, does not wait for Reads, and its next one is posted")
 	pfNext := m.WireOf("pf_next", Add(cNext, zext(bbs, 16)), "the block its next WQE starts at")
 	pfGrant := m.Wire("pf_grant", 1, "dma_rd takes the read ahead")

@@ -78,7 +78,7 @@ type txPrefetch struct {
 	beat    Expr    // dma_rd's output beat is a prefetch's: the prefetcher takes it
 	hit     *Signal // from txCtx on: the popped QP's next WQE's first block is in its entry
 	two     *Signal // ... and the block after it too
-	data    *Signal // in txCtx: the popped QP's entry's blocks (taken only with hit), byte 0 in bits 7:0
+	data    *Signal // in txCtx: those two blocks of the entry (taken only with hit), byte 0 in bits 7:0
 	pend    *Signal // from txCtx on: that block is being read ahead into the entry (queued or in flight, still wanted)
 }
 
@@ -115,9 +115,9 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	flRoom := m.WireOf("pf_flight_room", And(Lt(flUsed, C(FB+2, cardTxPfFlight-1)), Lt(qCount, C(QDB+1, cardTxPfQueue))),
 		"both queues can take a read ahead")
 	// Per entry: a read in flight (fl), still wanted (want: not dropped
-	// since), and its blocks held (v). A read is issued only
-	// to an entry with none in flight, so a response lands in the entry
-	// it was issued for.
+	// since), and its blocks held (v). A read is issued only to an entry
+	// with none in flight, so a response lands in the entry it was issued
+	// for.
 	fl := m.RegDecl("pf_inflight", E, "a read ahead of the entry is in flight")
 	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
 	v := m.RegDecl("pf_valid", E, "the entry holds the blocks its key names")
