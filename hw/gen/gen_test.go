@@ -248,3 +248,19 @@ func TestDecodePrints(t *testing.T) {
 	assert.False(t, isIndex, "a 3-bit index names half of 16 bits: the decode's form")
 	assert.ErrorIs(t, exprErr(Decode(q, 0)), ErrInvalid)
 }
+
+// A channel's outputs are compared only while its valid is expected high:
+// Qualifier finds the valid of AXI, AXI-Stream and record channels, and
+// none for valids, readies and outputs of no channel.
+func TestQualifier(t *testing.T) {
+	m := NewModule("q", "", "")
+	var outs []*Signal
+	for _, n := range []string{"m_ev_valid", "m_ev_type", "m_ev_obj", "s_db_ready", "m_axi_awvalid", "m_axi_awaddr",
+		"m_axi_wvalid", "m_axi_wdata", "m_axi_wlast", "m_axis_tvalid", "m_axis_tdata", "m_axi_bready", "stat_halt", "stat_halt_qpn"} {
+		outs = append(outs, m.Output(n, 4, ""))
+	}
+	assert.Equal(t, map[string]string{
+		"m_ev_type": "m_ev_valid", "m_ev_obj": "m_ev_valid", "m_axi_awaddr": "m_axi_awvalid",
+		"m_axi_wdata": "m_axi_wvalid", "m_axi_wlast": "m_axi_wvalid", "m_axis_tdata": "m_axis_tvalid",
+	}, Qualifier(outs))
+}

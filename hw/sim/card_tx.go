@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -105,6 +106,11 @@ type CardTxTiming struct {
 	// Random: random AXI readiness, random interleaving of read bursts of
 	// different IDs, random write response latency, random m_cpl_ready.
 	Random bool
+	// Vectors, if not nil, gets every cycle's inputs and the RTL's
+	// outputs, reset included, in the format of the GHDL test bench
+	// (Bench.RunGHDL): the Verilated card_tx_tb becomes the reference its
+	// VHDL is run against. Flush it with FlushVectors.
+	Vectors io.Writer
 }
 
 type ctxPorts struct {
@@ -219,6 +225,7 @@ type CardTxSim struct {
 	inst    *Instance
 	p       ctxPorts
 	in, out []uint32
+	vec     *vectorRecorder // Timing.Vectors
 	rng     Rand
 	cmds    []CardTxQP
 	dbs     []CardTxDoorbell
@@ -259,9 +266,12 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 	}
 	s := &CardTxSim{Mem: HostMem{}, Timing: t, lanes: width / 8, inst: lib.New(), p: p, RingBytes: map[uint32]uint64{}, rings: map[uint32]CardTxQP{},
 		in: make([]uint32, l.InWords), out: make([]uint32, l.OutWords), rng: NewRand(seed)}
+	if t.Vectors != nil {
+		s.vec = newVectorRecorder(t.Vectors, l)
+	}
 	p.rst.Set(s.in, 1)
 	for i := 0; i < 4; i++ {
-		if err := s.inst.Run(s.in, s.out); err != nil {
+		if err := s.run(s.in); err != nil {
 			return nil, err
 		}
 	}
@@ -274,6 +284,25 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 
 // Close frees the simulation.
 func (s *CardTxSim) Close() { s.inst.Close() }
+
+// run clocks the RTL once with inputs in, and records the cycle if asked.
+func (s *CardTxSim) run(in []uint32) error {
+	if err := s.inst.Run(in, s.out); err != nil {
+		return err
+	}
+	if s.vec == nil {
+		return nil
+	}
+	return s.vec.record(in, s.out)
+}
+
+// FlushVectors writes out the cycles recorded for Timing.Vectors.
+func (s *CardTxSim) FlushVectors() error {
+	if s.vec == nil {
+		return nil
+	}
+	return s.vec.flush()
+}
 
 // Command queues the QP command q (a CREATE's rings are watched for
 // RingBytes).
@@ -462,7 +491,7 @@ func (s *CardTxSim) Step() error {
 	p.bResp.Set(in, 0)
 	p.bID.Set(in, 0)
 
-	if err := s.inst.Run(in, s.out); err != nil {
+	if err := s.run(in); err != nil {
 		return err
 	}
 	out := s.out

@@ -28,26 +28,46 @@ func (b *Bench) WriteVectors(w io.Writer, seed, cycles uint64) error {
 	drv := b.NewDriver(seed)
 	in := make([]uint32, b.Layout.InWords)
 	out := make([]uint32, b.Layout.OutWords)
-	bw := bufio.NewWriterSize(w, 1<<16)
-	line := make([]byte, 0, 1024)
+	rec := newVectorRecorder(w, b.Layout)
 	for c := uint64(0); c < cycles; c++ {
 		drv.Next(in)
 		model.Step(in, out)
 		drv.Observe(in, out)
-		line = line[:0]
-		for _, p := range b.Layout.Inputs {
-			line = appendHex(line, p, in)
-		}
-		for _, p := range b.Layout.Outputs {
-			line = appendHex(line, p, out)
-		}
-		line[len(line)-1] = '\n'
-		if _, err := bw.Write(line); err != nil {
+		if err := rec.record(in, out); err != nil {
 			return err
 		}
 	}
-	return bw.Flush()
+	return rec.flush()
 }
+
+// vectorRecorder writes cycles in the GHDL test bench's vector format
+// (gen.WriteVHDLTestbench): each port of the layout's inputs then outputs
+// as hex, one line per cycle.
+type vectorRecorder struct {
+	w    *bufio.Writer
+	l    Layout
+	line []byte
+}
+
+func newVectorRecorder(w io.Writer, l Layout) *vectorRecorder {
+	return &vectorRecorder{w: bufio.NewWriterSize(w, 1<<16), l: l, line: make([]byte, 0, 1024)}
+}
+
+// record writes one cycle: its inputs and the outputs they gave.
+func (r *vectorRecorder) record(in, out []uint32) error {
+	r.line = r.line[:0]
+	for _, p := range r.l.Inputs {
+		r.line = appendHex(r.line, p, in)
+	}
+	for _, p := range r.l.Outputs {
+		r.line = appendHex(r.line, p, out)
+	}
+	r.line[len(r.line)-1] = '\n'
+	_, err := r.w.Write(r.line)
+	return err
+}
+
+func (r *vectorRecorder) flush() error { return r.w.Flush() }
 
 // appendHex appends port p of vec as gen.HexDigits(W) hex digits and a space.
 func appendHex(dst []byte, p Port, vec []uint32) []byte {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -80,6 +81,11 @@ type CardConfig struct {
 	// Fault is called (inside the call that clocks the card) for each
 	// access Mem refused.
 	Fault func(AXIFault)
+	// Vectors, if not nil, gets every cycle's inputs and the card's
+	// outputs, reset included, in the format of the GHDL test bench
+	// (Bench.RunGHDL): the Verilated card becomes the reference its VHDL
+	// is run against. Flush it with FlushVectors.
+	Vectors io.Writer
 }
 
 // Card is the Verilated card iwcard_w<Width> with a simulated host: BAR0
@@ -115,6 +121,7 @@ type Card struct {
 	prevWStrb, prevWLast  uint64
 	faults                int
 	busy                  bool // a burst was started since the last Run
+	vec                   *vectorRecorder
 
 	err error // sticky protocol error
 }
@@ -183,15 +190,38 @@ func NewCard(cfg CardConfig) (*Card, error) {
 	L := cfg.Width / 8
 	c := &Card{cfg: cfg, lanes: L, inst: lib.New(), p: p, in: make([]uint32, l.InWords), out: make([]uint32, l.OutWords),
 		rng: NewRand(cfg.Seed ^ 0x5eed), host: host, beat: make([]byte, L), prevW: make([]byte, L)}
+	if cfg.Vectors != nil {
+		c.vec = newVectorRecorder(cfg.Vectors, l)
+	}
 	p.rst.Set(c.in, 1)
 	for i := 0; i < 8; i++ {
-		if err := c.inst.Run(c.in, c.out); err != nil {
+		if err := c.run(c.in); err != nil {
 			c.inst.Close()
 			return nil, err
 		}
 	}
 	p.rst.Set(c.in, 0)
 	return c, nil
+}
+
+// run clocks the card once with inputs in, and records the cycle if asked
+// (CardConfig.Vectors).
+func (c *Card) run(in []uint32) error {
+	if err := c.inst.Run(in, c.out); err != nil {
+		return err
+	}
+	if c.vec == nil {
+		return nil
+	}
+	return c.vec.record(in, c.out)
+}
+
+// FlushVectors writes out the cycles recorded for CardConfig.Vectors.
+func (c *Card) FlushVectors() error {
+	if c.vec == nil {
+		return nil
+	}
+	return c.vec.flush()
 }
 
 // Close frees the simulation.
@@ -344,7 +374,7 @@ func (c *Card) cycle() error {
 	p.irqReady.Set(in, b2u(c.cfg.IRQBackpressure <= 0 || !c.rng.Chance(c.cfg.IRQBackpressure)))
 	c.host.Drive(in)
 
-	if err := c.inst.Run(in, c.out); err != nil {
+	if err := c.run(in); err != nil {
 		return err
 	}
 	out := c.out
