@@ -583,7 +583,7 @@ func TestCardTxGHDL(t *testing.T) {
 	t.Parallel()
 	const w = 64
 	seed := seedFor(t.Name())
-	vec := newRTLVectors(t)
+	vec := newVectorFile(t)
 	b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true, Vectors: vec.f}, 8,
 		func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
 	r := b.rng
@@ -601,7 +601,7 @@ func TestCardTxGHDL(t *testing.T) {
 	require.NoError(t, b.rtl.FlushVectors())
 	m, err := gen.CardTxBench(w)
 	require.NoError(t, err)
-	n := vec.runGHDL(t, m, seed)
+	n := vec.runGHDL(t, &Bench{Module: m, Layout: LayoutOf(m)}, seed)
 	require.Equal(t, int(b.rtl.Cycles)+4, n, "cycles checked (4 of reset)")
 	t.Logf("seed %d: %d WQEs, %d cycles under GHDL", seed, len(b.rtl.Records), n)
 }

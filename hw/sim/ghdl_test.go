@@ -32,18 +32,37 @@ func runGHDL(t *testing.T, bench func(int) (*Bench, error), widths []int, cycles
 			t.Parallel()
 			b, err := bench(w)
 			require.NoError(t, err)
-			dir := t.TempDir()
-			vec := filepath.Join(dir, "vectors.txt")
-			f, err := os.Create(vec)
-			require.NoError(t, err)
 			seed := seedFor(t.Name())
-			require.NoError(t, b.WriteVectors(f, seed, uint64(cycles)))
-			require.NoError(t, f.Close())
-			res, err := b.RunGHDL(dir, vec)
-			require.NoError(t, err, "seed %d", seed)
-			assert.Equal(t, cycles, res.Cycles)
+			v := newVectorFile(t)
+			require.NoError(t, b.WriteVectors(v.f, seed, uint64(cycles)))
+			assert.Equal(t, cycles, v.runGHDL(t, b, seed))
 		})
 	}
+}
+
+// vectorFile is a vector file for a GHDL run, written by a model
+// (Bench.WriteVectors) or by a Verilated run whose outputs are the
+// expected ones (CardTxTiming.Vectors, CardConfig.Vectors).
+type vectorFile struct {
+	f         *os.File
+	dir, path string
+}
+
+func newVectorFile(t *testing.T) *vectorFile {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vectors.txt")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	return &vectorFile{f: f, dir: dir, path: path}
+}
+
+// runGHDL closes the file (written and flushed) and runs b's VHDL on it;
+// it returns the cycles checked.
+func (v *vectorFile) runGHDL(t *testing.T, b *Bench, seed uint64) int {
+	require.NoError(t, v.f.Close())
+	res, err := b.RunGHDL(v.dir, v.path)
+	require.NoError(t, err, "seed %d", seed)
+	return res.Cycles
 }
 
 // A wrong expected value makes the GHDL run fail, naming cycle and port.

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +18,7 @@ func TestCardGHDL(t *testing.T) {
 	t.Parallel()
 	const w = 64
 	seed := seedFor(t.Name())
-	vec := newRTLVectors(t)
+	vec := newVectorFile(t)
 	cfg := wcTiming
 	cfg.Vectors = vec.f
 	b := newWCBench(t, w, seed, cfg, 4)
@@ -31,32 +29,8 @@ func TestCardGHDL(t *testing.T) {
 	require.NoError(t, b.rtl.FlushVectors())
 	m, err := gen.CardTop(w)
 	require.NoError(t, err)
-	n := vec.runGHDL(t, m, seed)
+	n := vec.runGHDL(t, &Bench{Module: m, Layout: LayoutOf(m)}, seed)
 	st := b.rtl.Stats()
 	require.Equal(t, int(st.Cycles)+8, n, "cycles checked (8 of reset)")
 	t.Logf("seed %d: %d cycles under GHDL, %d read / %d write bursts", seed, n, st.ReadBursts, st.WriteBursts)
-}
-
-// rtlVectors is a vector file a Verilated run records (its outputs the
-// expected ones) for a GHDL run of the same module's VHDL.
-type rtlVectors struct {
-	f         *os.File
-	dir, path string
-}
-
-func newRTLVectors(t *testing.T) *rtlVectors {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vectors.txt")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	return &rtlVectors{f: f, dir: dir, path: path}
-}
-
-// runGHDL closes the file (flushed by the run's FlushVectors) and runs
-// m's VHDL on it; it returns the cycles checked.
-func (v *rtlVectors) runGHDL(t *testing.T, m *gen.Module, seed uint64) int {
-	require.NoError(t, v.f.Close())
-	res, err := (&Bench{Module: m, Layout: LayoutOf(m)}).RunGHDL(v.dir, v.path)
-	require.NoError(t, err, "seed %d", seed)
-	return res.Cycles
 }

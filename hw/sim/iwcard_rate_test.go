@@ -126,7 +126,7 @@ func runWQERate(tb testing.TB, w int, c wqeRateCase, n uint64, start func()) wqe
 	st0 := wb.rtl.Stats()
 	start()
 	for r.cycles < n {
-		start, want := wb.rtl.Cycles(), cqes+nqp*burst
+		c0, want := wb.rtl.Cycles(), cqes+nqp*burst
 		for _, q := range wb.qps {
 			for k := 0; k < burst; k++ {
 				for i := 0; i < len(wqe)/cs.BB; i++ {
@@ -138,7 +138,7 @@ func runWQERate(tb testing.TB, w int, c wqeRateCase, n uint64, start func()) wqe
 		}
 		require.NoError(tb, wb.rtl.RunUntil(func() bool { return cqes == want }, 10_000_000),
 			"the card completed %d of %d WQEs", cqes-(want-nqp*burst), nqp*burst)
-		r.cycles += wb.rtl.Cycles() - start
+		r.cycles += wb.rtl.Cycles() - c0
 		r.wqes += nqp * burst
 		// The driver's turn, not counted: the CQEs consumed and the
 		// transmit rings drained.

@@ -279,10 +279,10 @@ func expertProblems(expert, fins string) (bad, closedRST []string) {
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(expert), "\n") {
-		f := strings.Split(l, "\t")
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
+		f := strings.Split(l, "\t")
 		n, err := strconv.Atoi(f[0])
 		if err == nil && len(f) >= 2 && (f[1] == "1" || f[1] == "True") && bothFIN > 0 && n > bothFIN {
 			closedRST = append(closedRST, f[0])
