@@ -887,14 +887,21 @@ func CardTx(width int) (*Module, error) {
 	} else {
 		// 512 bits: payload word k is bytes 32+64k .. 95+64k, the upper half
 		// of beat k and the lower half of beat k+1; the last word is written
-		// in txFlush from the upper half alone.
+		// in txFlush from the upper half alone. A WQE of one block, or of two
+		// whose second was read ahead with the first, needs no txRest or
+		// txFlush: word 0 is written with the first block (txFirst, the
+		// second block's lower half from the read ahead), word 1 in txHdr.
 		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
 		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Sel(doTerm, termHdr, Bits(bData, 255, 0))), Or(sRspLd, doTerm, And(bValid, Eq(wj, C(NBW, 0)))))
-		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush)
-		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, 1)), "")
+		two := m.WireOf("wb_first_two", And(src2, Eq(Bits(bData, 19, 16), C(4, 2))), "in txFirst: the WQE is two blocks and the second was read ahead")
+		firstW := m.WireOf("buf_wr_first", And(bValid, sFirst), "word 0 from the first block")
+		hdrW := m.WireOf("buf_wr_hdr", And(sHdr, rest2), "word 1 from the read-ahead second block")
+		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush, firstW, hdrW)
+		wa := m.WireOf("buf_wa_full", Sel(sFirst, C(NBW, 0), Sel(sHdr, C(NBW, 1), Sub(wj, C(NBW, 1)))), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
 		unused = append(unused, Bits(wa, NBW-1, bufAW))
-		bufWrData = Sel(sFlush, Cat(C(256, 0), prev), Cat(Bits(bData, 255, 0), prev))
+		bufWrData = Sel(Or(sFlush, sHdr), Cat(C(256, 0), Sel(sHdr, Bits(pblk, 1023, 768), prev)),
+			Cat(Sel(sFirst, gate(two, Bits(pblk, 767, 512)), Bits(bData, 255, 0)), Sel(sFirst, Bits(bData, 511, 256), prev)))
 	}
 
 	// --- header checks ---
@@ -999,7 +1006,8 @@ func CardTx(width int) (*Module, error) {
 	descDone := m.RegDecl("desc_done", 1, "ddp_tx took the descriptor")
 	payDone := m.RegDecl("pay_done", 1, "ddp_tx took the last payload word")
 	descReady := m.Wire("ddp_desc_ready", 1, "")
-	descV := m.WireOf("ddp_desc_valid", And(sFeed, Not(descDone)), "")
+	descEarly := m.Wire("ddp_desc_early", 1, "txHdr of a WQE that goes to txFeed with its payload on chip: its descriptor may go now")
+	descV := m.WireOf("ddp_desc_valid", And(Or(sFeed, descEarly), Not(descDone)), "")
 	descGo := m.WireOf("ddp_desc_go", And(descV, descReady), "")
 	pReady := m.Wire("ddp_s_ready", 1, "")
 	// A Read Response's SGE (the source) goes into the gather's store as a
@@ -1541,6 +1549,21 @@ func CardTx(width int) (*Module, error) {
 		feedNext = C(5, txFlush)
 	}
 	feedNext = Sel(And(opMop, Not(retFl)), C(5, txMop), feedNext)
+	// At 512 bits a WQE of one block, or two read ahead, is in the buffer
+	// at txHdr (above): no txRest, no txFlush.
+	hdrNext := Sel(oneBB, feedNext, Sel(rest2, C(5, txRest), C(5, txFetch)))
+	if L == 64 {
+		hdrNext = Sel(Or(oneBB, rest2), Sel(And(opMop, Not(retFl)), C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk))), C(5, txFetch))
+	}
+	// A WQE whose payload words come from the buffer and whose blocks are
+	// all on chip (one block, or two read ahead) offers its descriptor to
+	// ddp_tx from txHdr on: ddp_tx's first beat is formed four cycles
+	// after it takes one, so the message leaves a cycle sooner.
+	m.Assign(descEarly, And(sHdr, Not(wfNow), Not(waitRd), Not(malNow), Not(retFl), fromBuf, Not(opMop), Or(oneBB, rest2)))
+	// The write-back follows the cycle the message's last beat enters
+	// mpa_tx (its FPDU's TXS_PI is in f_off by then), but after a payload
+	// read fault, whose cut is found a cycle later.
+	drainGo := m.WireOf("drain_go", Or(msgDone, And(hGo, ddpLast, ddpMsgLast, Not(gfR))), "the message's last segment is in mpa_tx")
 	// txMop: the operation is offered until taken, then awaited.
 	mopSent := m.RegDecl("mop_sent", 1, "placement took the operation")
 	m.Drive(mopSent, big.NewInt(0), And(sMop, Or(mopSent, mopR)), nil)
@@ -1562,12 +1585,12 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, Sel(rest2, C(5, txRest), C(5, txFetch)))))),
+						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), hdrNext))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
-											Sel(sDrain, Sel(msgDone, Sel(gfR, C(5, txFault), C(5, txWB)), C(5, txDrain)),
+											Sel(sDrain, Sel(drainGo, Sel(gfR, C(5, txFault), C(5, txWB)), C(5, txDrain)),
 												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(5, txWB), Sel(abV, C(5, txChk), C(5, txFeed))), C(5, txChk)),
 													C(5, txIdle)))))))))))))
 	rspNext := C(5, txChk)

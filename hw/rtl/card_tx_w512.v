@@ -759,6 +759,9 @@ module card_tx_w512 (
     wire [31:0]    sge_len;
     wire [31:0]    sge_lkey;
     reg  [255:0]   wb_prev_hi;               // the upper half of the previous beat
+    wire           wb_first_two;             // in txFirst: the WQE is two blocks and the second was read ahead
+    wire           buf_wr_first;             // word 0 from the first block
+    wire           buf_wr_hdr;               // word 1 from the read-ahead second block
     wire [6:0]     buf_wa_full;
     wire [15:0]    avail;                    // blocks posted from the WQE on
     wire           op_send_inv;
@@ -812,6 +815,7 @@ module card_tx_w512 (
     reg            desc_done;                // ddp_tx took the descriptor
     reg            pay_done;                 // ddp_tx took the last payload word
     wire           ddp_desc_ready;
+    wire           ddp_desc_early;           // txHdr of a WQE that goes to txFeed with its payload on chip: its descriptor may go now
     wire           ddp_desc_valid;
     wire           ddp_desc_go;
     wire           ddp_s_ready;
@@ -1776,6 +1780,7 @@ module card_tx_w512 (
     wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
+    wire           drain_go;                 // the message's last segment is in mpa_tx
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
     wire           in_state17;
@@ -2243,7 +2248,10 @@ module card_tx_w512 (
     assign sge_addr = sge0[63:0] & {64{sge_one}};
     assign sge_len = sge0[95:64] & {32{sge_one}};
     assign sge_lkey = sge0[127:96] & {32{sge_one}};
-    assign buf_wa_full = wb_beat - 7'h01;
+    assign wb_first_two = src_push_two & (wb_data[19:16] == 4'h2);
+    assign buf_wr_first = wb_valid & in_state4;
+    assign buf_wr_hdr = in_state5 & wb_rest_ahead;
+    assign buf_wa_full = in_state4 ? 7'h00 : (in_state5 ? 7'h01 : (wb_beat - 7'h01));
     assign avail = cur_sq_pi - cur_sq_next;
     assign op_send_inv = h_opcode == 8'h01;
     assign op_write = h_opcode == 8'h02;
@@ -2309,7 +2317,7 @@ module card_tx_w512 (
     assign fq1_push = feed_inflight & (fq_wpos == 2'h1);
     assign fq2_push = feed_inflight & (fq_wpos == 2'h2);
     assign feed_issue = ((in_state9 & pay_from_buf) & ({1'h0, feed_issued} < pay_words)) & (({1'h0, fq_count} + {2'h0, feed_inflight}) < 3'h3);
-    assign ddp_desc_valid = in_state9 & ~desc_done;
+    assign ddp_desc_valid = (in_state9 | ddp_desc_early) & ~desc_done;
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign g_feed = in_state9 & ~pay_from_buf;
@@ -2317,7 +2325,13 @@ module card_tx_w512 (
     assign g_st_wd = in_state14 ? {
         384'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
         rsp_sge
-    } : (in_state8 ? {256'h0000000000000000000000000000000000000000000000000000000000000000, wb_prev_hi} : {wb_data[255:0], wb_prev_hi});
+    } : ((in_state8 | in_state5) ? {
+        256'h0000000000000000000000000000000000000000000000000000000000000000,
+        in_state5 ? push_blk[1023:768] : wb_prev_hi
+    } : {
+        in_state4 ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
+        in_state4 ? wb_data[511:256] : wb_prev_hi
+    });
     assign g_sge_ra0 = g_sge_idx[4:2];
     assign g_sge_ra1 = g_sge_idx[4:2];
     assign g_sge_ra2 = g_sge_idx[4:2];
@@ -2854,6 +2868,8 @@ module card_tx_w512 (
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign eng_requeue = ((((in_state11 & more_work) | wqe_cq_hold) | wqe_pf_wait) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
+    assign ddp_desc_early = ((((((in_state5 & ~wf_now) & ~wait_read) & ~wqe_malformed) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & (one_bb | wb_rest_ahead);
+    assign drain_go = msg_done | (((h_go & ddp_m_tlast) & ddp_m_tuser_last) & ~gf_fault);
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -7017,7 +7033,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : ((one_bb | wb_rest_ahead) ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 
@@ -7168,15 +7184,21 @@ module card_tx_w512 (
 
     // wqe_buf: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if ((wb_valid & (wb_beat != 7'h00)) | in_state8) begin
-            wqe_buf[buf_wa_full[2:0]] <= in_state8 ? {256'h0000000000000000000000000000000000000000000000000000000000000000, wb_prev_hi} : {wb_data[255:0], wb_prev_hi};
+        if ((((wb_valid & (wb_beat != 7'h00)) | in_state8) | buf_wr_first) | buf_wr_hdr) begin
+            wqe_buf[buf_wa_full[2:0]] <= (in_state8 | in_state5) ? {
+        256'h0000000000000000000000000000000000000000000000000000000000000000,
+        in_state5 ? push_blk[1023:768] : wb_prev_hi
+    } : {
+        in_state4 ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
+        in_state4 ? wb_data[511:256] : wb_prev_hi
+    };
         end
         wqe_buf_rd <= wqe_buf[feed_issued[2:0]];
     end
 
     // g_sge_b0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (((wb_valid & (wb_beat != 7'h00)) | in_state8) | (in_state14 & ~rsp_drop)) begin
+        if (((((wb_valid & (wb_beat != 7'h00)) | in_state8) | buf_wr_first) | buf_wr_hdr) | (in_state14 & ~rsp_drop)) begin
             g_sge_b0[g_st_wa[2:0]] <= g_st_wd[127:0];
         end
         if (g_sge_rd) begin
@@ -7186,7 +7208,7 @@ module card_tx_w512 (
 
     // g_sge_b1: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (((wb_valid & (wb_beat != 7'h00)) | in_state8) | (in_state14 & ~rsp_drop)) begin
+        if (((((wb_valid & (wb_beat != 7'h00)) | in_state8) | buf_wr_first) | buf_wr_hdr) | (in_state14 & ~rsp_drop)) begin
             g_sge_b1[g_st_wa[2:0]] <= g_st_wd[255:128];
         end
         if (g_sge_rd) begin
@@ -7196,7 +7218,7 @@ module card_tx_w512 (
 
     // g_sge_b2: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (((wb_valid & (wb_beat != 7'h00)) | in_state8) | (in_state14 & ~rsp_drop)) begin
+        if (((((wb_valid & (wb_beat != 7'h00)) | in_state8) | buf_wr_first) | buf_wr_hdr) | (in_state14 & ~rsp_drop)) begin
             g_sge_b2[g_st_wa[2:0]] <= g_st_wd[383:256];
         end
         if (g_sge_rd) begin
@@ -7206,7 +7228,7 @@ module card_tx_w512 (
 
     // g_sge_b3: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (((wb_valid & (wb_beat != 7'h00)) | in_state8) | (in_state14 & ~rsp_drop)) begin
+        if (((((wb_valid & (wb_beat != 7'h00)) | in_state8) | buf_wr_first) | buf_wr_hdr) | (in_state14 & ~rsp_drop)) begin
             g_sge_b3[g_st_wa[2:0]] <= g_st_wd[511:384];
         end
         if (g_sge_rd) begin

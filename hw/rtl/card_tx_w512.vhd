@@ -790,6 +790,9 @@ architecture rtl of card_tx_w512 is
     signal sge_len : std_logic_vector(31 downto 0);
     signal sge_lkey : std_logic_vector(31 downto 0);
     signal wb_prev_hi : std_logic_vector(255 downto 0); -- the upper half of the previous beat
+    signal wb_first_two : std_logic;         -- in txFirst: the WQE is two blocks and the second was read ahead
+    signal buf_wr_first : std_logic;         -- word 0 from the first block
+    signal buf_wr_hdr : std_logic;           -- word 1 from the read-ahead second block
     signal buf_wa_full : std_logic_vector(6 downto 0);
     signal avail : std_logic_vector(15 downto 0); -- blocks posted from the WQE on
     signal op_send_inv : std_logic;
@@ -843,6 +846,7 @@ architecture rtl of card_tx_w512 is
     signal desc_done : std_logic := '0';     -- ddp_tx took the descriptor
     signal pay_done : std_logic := '0';      -- ddp_tx took the last payload word
     signal ddp_desc_ready : std_logic;
+    signal ddp_desc_early : std_logic;       -- txHdr of a WQE that goes to txFeed with its payload on chip: its descriptor may go now
     signal ddp_desc_valid : std_logic;
     signal ddp_desc_go : std_logic;
     signal ddp_s_ready : std_logic;
@@ -1807,6 +1811,7 @@ architecture rtl of card_tx_w512 is
     signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
+    signal drain_go : std_logic;             -- the message's last segment is in mpa_tx
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
     signal in_state17 : std_logic;
@@ -2306,7 +2311,10 @@ begin
     sge_addr <= sge0(63 downto 0) and std_logic_vector'(63 downto 0 => sge_one);
     sge_len <= sge0(95 downto 64) and std_logic_vector'(31 downto 0 => sge_one);
     sge_lkey <= sge0(127 downto 96) and std_logic_vector'(31 downto 0 => sge_one);
-    buf_wa_full <= std_logic_vector(unsigned(wb_beat) - unsigned'("0000001"));
+    wb_first_two <= src_push_two and b2l(wb_data(19 downto 16) = x"2");
+    buf_wr_first <= wb_valid and in_state4;
+    buf_wr_hdr <= in_state5 and wb_rest_ahead;
+    buf_wa_full <= mux(in_state4, "0000000", mux(in_state5, "0000001", std_logic_vector(unsigned(wb_beat) - unsigned'("0000001"))));
     avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_next));
     op_send_inv <= b2l(h_opcode = x"01");
     op_write <= b2l(h_opcode = x"02");
@@ -2372,7 +2380,7 @@ begin
     fq1_push <= feed_inflight and b2l(fq_wpos = "01");
     fq2_push <= feed_inflight and b2l(fq_wpos = "10");
     feed_issue <= ((in_state9 and pay_from_buf) and b2l(unsigned(std_logic_vector'('0' & feed_issued)) < unsigned(pay_words))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & fq_count)) + unsigned(std_logic_vector'("00" & feed_inflight)))) < unsigned'("011"));
-    ddp_desc_valid <= in_state9 and (not desc_done);
+    ddp_desc_valid <= (in_state9 or ddp_desc_early) and (not desc_done);
     ddp_desc_go <= ddp_desc_valid and ddp_desc_ready;
     rsp_sge <= std_logic_vector'(
         rrp_data_rd(159 downto 128) &
@@ -2384,7 +2392,13 @@ begin
     g_st_wd <= mux(in_state14, std_logic_vector'(
         x"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
         rsp_sge
-    ), mux(in_state8, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & wb_prev_hi), std_logic_vector'(wb_data(255 downto 0) & wb_prev_hi)));
+    ), mux(in_state8 or in_state5, std_logic_vector'(
+        x"0000000000000000000000000000000000000000000000000000000000000000" &
+        mux(in_state5, push_blk(1023 downto 768), wb_prev_hi)
+    ), std_logic_vector'(
+        mux(in_state4, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
+        mux(in_state4, wb_data(511 downto 256), wb_prev_hi)
+    )));
     g_sge_ra0 <= g_sge_idx(4 downto 2);
     g_sge_ra1 <= g_sge_idx(4 downto 2);
     g_sge_ra2 <= g_sge_idx(4 downto 2);
@@ -2922,6 +2936,8 @@ begin
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     eng_requeue <= ((((in_state11 and more_work) or wqe_cq_hold) or wqe_pf_wait) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
+    ddp_desc_early <= ((((((in_state5 and (not wf_now)) and (not wait_read)) and (not wqe_malformed)) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and (one_bb or wb_rest_ahead);
+    drain_go <= msg_done or (((h_go and ddp_m_tlast) and ddp_m_tuser_last) and (not gf_fault));
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -9364,7 +9380,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb or wb_rest_ahead, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;
@@ -9578,8 +9594,14 @@ begin
     wqe_buf_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
-                wqe_buf(to_integer(unsigned(buf_wa_full(2 downto 0)))) <= mux(in_state8, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & wb_prev_hi), std_logic_vector'(wb_data(255 downto 0) & wb_prev_hi));
+            if ((((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or buf_wr_first) or buf_wr_hdr) = '1' then
+                wqe_buf(to_integer(unsigned(buf_wa_full(2 downto 0)))) <= mux(in_state8 or in_state5, std_logic_vector'(
+        x"0000000000000000000000000000000000000000000000000000000000000000" &
+        mux(in_state5, push_blk(1023 downto 768), wb_prev_hi)
+    ), std_logic_vector'(
+        mux(in_state4, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
+        mux(in_state4, wb_data(511 downto 256), wb_prev_hi)
+    ));
             end if;
             wqe_buf_rd <= wqe_buf(to_integer(unsigned(feed_issued(2 downto 0))));
         end if;
@@ -9589,7 +9611,7 @@ begin
     g_sge_b0_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
+            if (((((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or buf_wr_first) or buf_wr_hdr) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b0(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(127 downto 0);
             end if;
             if g_sge_rd = '1' then
@@ -9602,7 +9624,7 @@ begin
     g_sge_b1_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
+            if (((((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or buf_wr_first) or buf_wr_hdr) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b1(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(255 downto 128);
             end if;
             if g_sge_rd = '1' then
@@ -9615,7 +9637,7 @@ begin
     g_sge_b2_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
+            if (((((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or buf_wr_first) or buf_wr_hdr) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b2(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(383 downto 256);
             end if;
             if g_sge_rd = '1' then
@@ -9628,7 +9650,7 @@ begin
     g_sge_b3_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
+            if (((((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or buf_wr_first) or buf_wr_hdr) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b3(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(511 downto 384);
             end if;
             if g_sge_rd = '1' then

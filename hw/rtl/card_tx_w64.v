@@ -819,6 +819,7 @@ module card_tx_w64 (
     reg            desc_done;                // ddp_tx took the descriptor
     reg            pay_done;                 // ddp_tx took the last payload word
     wire           ddp_desc_ready;
+    wire           ddp_desc_early;           // txHdr of a WQE that goes to txFeed with its payload on chip: its descriptor may go now
     wire           ddp_desc_valid;
     wire           ddp_desc_go;
     wire           ddp_s_ready;
@@ -1770,6 +1771,7 @@ module card_tx_w64 (
     wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
+    wire           drain_go;                 // the message's last segment is in mpa_tx
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
     wire           in_state17;
@@ -2308,7 +2310,7 @@ module card_tx_w64 (
     assign fq1_push = feed_inflight & (fq_wpos == 2'h1);
     assign fq2_push = feed_inflight & (fq_wpos == 2'h2);
     assign feed_issue = ((in_state9 & pay_from_buf) & ({4'h0, feed_issued} < pay_words)) & (({1'h0, fq_count} + {2'h0, feed_inflight}) < 3'h3);
-    assign ddp_desc_valid = in_state9 & ~desc_done;
+    assign ddp_desc_valid = (in_state9 | ddp_desc_early) & ~desc_done;
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign g_feed = in_state9 & ~pay_from_buf;
@@ -2774,6 +2776,8 @@ module card_tx_w64 (
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign eng_requeue = ((((in_state11 & more_work) | wqe_cq_hold) | wqe_pf_wait) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
+    assign ddp_desc_early = ((((((in_state5 & ~wf_now) & ~wait_read) & ~wqe_malformed) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & (one_bb | wb_rest_ahead);
+    assign drain_go = msg_done | (((h_go & ddp_m_tlast) & ddp_m_tuser_last) & ~gf_fault);
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -6939,7 +6943,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 

@@ -850,6 +850,7 @@ architecture rtl of card_tx_w64 is
     signal desc_done : std_logic := '0';     -- ddp_tx took the descriptor
     signal pay_done : std_logic := '0';      -- ddp_tx took the last payload word
     signal ddp_desc_ready : std_logic;
+    signal ddp_desc_early : std_logic;       -- txHdr of a WQE that goes to txFeed with its payload on chip: its descriptor may go now
     signal ddp_desc_valid : std_logic;
     signal ddp_desc_go : std_logic;
     signal ddp_s_ready : std_logic;
@@ -1801,6 +1802,7 @@ architecture rtl of card_tx_w64 is
     signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
+    signal drain_go : std_logic;             -- the message's last segment is in mpa_tx
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
     signal in_state17 : std_logic;
@@ -2369,7 +2371,7 @@ begin
     fq1_push <= feed_inflight and b2l(fq_wpos = "01");
     fq2_push <= feed_inflight and b2l(fq_wpos = "10");
     feed_issue <= ((in_state9 and pay_from_buf) and b2l(unsigned(std_logic_vector'(x"0" & feed_issued)) < unsigned(pay_words))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & fq_count)) + unsigned(std_logic_vector'("00" & feed_inflight)))) < unsigned'("011"));
-    ddp_desc_valid <= in_state9 and (not desc_done);
+    ddp_desc_valid <= (in_state9 or ddp_desc_early) and (not desc_done);
     ddp_desc_go <= ddp_desc_valid and ddp_desc_ready;
     rsp_sge <= std_logic_vector'(
         rrp_data_rd(159 downto 128) &
@@ -2842,6 +2844,8 @@ begin
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     eng_requeue <= ((((in_state11 and more_work) or wqe_cq_hold) or wqe_pf_wait) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
+    ddp_desc_early <= ((((((in_state5 and (not wf_now)) and (not wait_read)) and (not wqe_malformed)) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and (one_bb or wb_rest_ahead);
+    drain_go <= msg_done or (((h_go and ddp_m_tlast) and ddp_m_tuser_last) and (not gf_fault));
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -9286,7 +9290,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), mux(wb_rest_ahead, "00111", "00110"))))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;
