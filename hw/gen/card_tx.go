@@ -1544,16 +1544,14 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(requeue, And(Or(And(sWB, more), gateHold, pfWait, And(txsBad, Not(txsBadGo))), Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
-	var feedNext Expr = Sel(fromBuf, C(5, txFeed), C(5, txChk))
+	mopNow := And(opMop, Not(retFl))
+	feedNow := Sel(mopNow, C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk)))
+	feedNext, hdrNext := feedNow, Sel(oneBB, feedNow, Sel(rest2, C(5, txRest), C(5, txFetch)))
 	if L == 64 {
-		feedNext = C(5, txFlush)
-	}
-	feedNext = Sel(And(opMop, Not(retFl)), C(5, txMop), feedNext)
-	// At 512 bits a WQE of one block, or two read ahead, is in the buffer
-	// at txHdr (above): no txRest, no txFlush.
-	hdrNext := Sel(oneBB, feedNext, Sel(rest2, C(5, txRest), C(5, txFetch)))
-	if L == 64 {
-		hdrNext = Sel(Or(oneBB, rest2), Sel(And(opMop, Not(retFl)), C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk))), C(5, txFetch))
+		// At 512 bits a WQE of one block, or two read ahead, is in the
+		// buffer by txHdr's end (above): no txRest, no txFlush.
+		feedNext = Sel(mopNow, C(5, txMop), C(5, txFlush))
+		hdrNext = Sel(Or(oneBB, rest2), feedNow, C(5, txFetch))
 	}
 	// A WQE whose payload words come from the buffer and whose blocks are
 	// all on chip (one block, or two read ahead) offers its descriptor to
