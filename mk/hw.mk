@@ -114,8 +114,10 @@ BENCH_TARGETS += bench-cosim
 # block at 64 and 512 bits (card_cmd has no data path: one row), and nextpnr-ice40 Fmax of each one that fits an
 # HX8K, written into hw/README.md. Rows are cached in build/hw/synth under a
 # hash of the RTL and the flow: a rerun measures only the blocks that changed. The whole
-# table takes about an hour on an idle machine (synth_xilinx of the 512-bit
-# card engines dominates).
+# table takes two to three hours of one core (synth_xilinx and the depth runs
+# of the 512-bit card engines and top dominate; the blocks up to card_rx took
+# an hour beside other work on 29 Nov); fpga/synth runs as many modules at
+# once as there are cores (-j), each yosys on one core.
 SYNTH_BLOCKS := crc32c mpa_tx mpa_rx ddp_tx placement dma_rd dma_wr card_regs card_tx card_rx card_cq axi_rd_mux_m4 axi_wr_mux_m4 card_stat iwcard
 hw_comma := ,
 hw_empty :=

@@ -26,8 +26,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,6 +41,7 @@ func main() {
 	lv := flag.String("levels", "", "instead of the table: list every register of these modules with at least -min LUT6 levels in front of it, and the path")
 	lvMin := flag.Int("min", 9, "with -levels: the least depth listed")
 	lvRTL := flag.String("rtl", "hw/rtl", "with -levels: directory of the modules' Verilog (a probe build)")
+	jobs := flag.Int("j", runtime.NumCPU(), "modules synthesised (and placed) at once: yosys and nextpnr each use one core")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		flag.Usage()
@@ -58,7 +61,11 @@ func main() {
 		}
 		return
 	}
-	if err := run(split(*mods), split(*pnr), *out, *readme); err != nil {
+	if *jobs < 1 {
+		fmt.Fprintln(os.Stderr, "synth: -j must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(split(*mods), split(*pnr), *out, *readme, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "synth:", err)
 		os.Exit(1)
 	}
@@ -86,34 +93,81 @@ type pnrResult struct {
 	lcs    string
 }
 
-func run(mods, pnrMods []string, out, readme string) error {
+func run(mods, pnrMods []string, out, readme string, jobs int) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	var rows []row
-	for _, m := range mods {
-		r, err := synthRow(out, m)
+	rows := make([]row, len(mods))
+	err := parallel(len(mods), jobs, func(i int) error {
+		r, err := synthRow(out, mods[i])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "synth: %s: %d LUT6 levels into %s (%s)\n", m, r.XDepth, r.Worst.Name, strings.Join(r.Worst.Path, " > "))
-		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "synth: %s: %d LUT6 levels into %s (%s)\n", mods[i], r.XDepth, r.Worst.Name, strings.Join(r.Worst.Path, " > "))
+		rows[i] = r
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(pnrMods) == 1 && pnrMods[0] == "auto" {
 		pnrMods = fitting(rows)
 	}
-	var pnrs []pnrResult
-	for _, m := range pnrMods {
-		fmt.Fprintf(os.Stderr, "synth: %s: nextpnr-ice40 --hx8k\n", m)
-		p, err := placeRoute(out, m)
-		if err != nil {
-			return err
-		}
-		pnrs = append(pnrs, p)
+	pnrs := make([]pnrResult, len(pnrMods))
+	err = parallel(len(pnrMods), jobs, func(i int) error {
+		fmt.Fprintf(os.Stderr, "synth: %s: nextpnr-ice40 --hx8k\n", pnrMods[i])
+		p, err := placeRoute(out, pnrMods[i])
+		pnrs[i] = p
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	table := render(rows, pnrs)
 	fmt.Print(table)
 	return updateReadme(readme, table)
+}
+
+// parallel calls f(0) to f(n-1), at most jobs at once, and returns the
+// error of the lowest index that failed (every call started is waited
+// for; none starts after a failure).
+func parallel(n, jobs int, f func(i int) error) error {
+	errs := make([]error, n)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		next   int
+		failed bool
+	)
+	for w := 0; w < min(jobs, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := failed || i >= n
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := f(i); err != nil {
+					errs[i] = err
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // iCE40-HX8K resources: logic cells (one LUT4 and one flip-flop each) and

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +123,51 @@ func TestRowKeyFollowsFlow(t *testing.T) {
 	assert.NotEqual(t, a, other)
 	_, err = rtlKey("no_such_module", "")
 	assert.Error(t, err)
+}
+
+func TestParallel(t *testing.T) {
+	t.Run("every index once, at most jobs at once", func(t *testing.T) {
+		for _, jobs := range []int{1, 2, 3, 16} {
+			var mu sync.Mutex
+			seen := map[int]int{}
+			running, most := 0, 0
+			err := parallel(10, jobs, func(i int) error {
+				mu.Lock()
+				seen[i]++
+				running++
+				most = max(most, running)
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				running--
+				mu.Unlock()
+				return nil
+			})
+			require.NoError(t, err)
+			require.Len(t, seen, 10)
+			for i := 0; i < 10; i++ {
+				require.Equal(t, 1, seen[i], "index %d", i)
+			}
+			require.LessOrEqual(t, most, jobs)
+		}
+	})
+	t.Run("the lowest failed index's error, none started after", func(t *testing.T) {
+		var started atomic.Int32
+		errA, errB := errors.New("a"), errors.New("b")
+		err := parallel(100, 1, func(i int) error {
+			started.Add(1)
+			switch i {
+			case 3:
+				return errB
+			case 1:
+				return errA
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, errA)
+		require.EqualValues(t, 2, started.Load(), "one job: index 1 fails, nothing after it starts")
+	})
+	t.Run("no work", func(t *testing.T) {
+		require.NoError(t, parallel(0, 4, func(int) error { panic("called") }))
+	})
 }
