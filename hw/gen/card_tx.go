@@ -836,13 +836,19 @@ func CardTx(width int) (*Module, error) {
 	}
 	pbeat := muxTree(selBits(wj, 0, log2(2*beatsPerBB)), cands)
 	// A two-block WQE whose second block was read ahead too takes it from
-	// there (txHdr goes straight to txRest).
+	// there (txHdr goes straight to txRest; at 512 bits txHdr writes it
+	// into the buffer itself, below).
 	rest2 := m.Wire("wb_rest_ahead", 1, "the WQE's second and last block was read ahead")
-	fromPush := m.WireOf("wb_from_push", Or(And(sFirst, src), And(sRest, rest2)), "")
+	// A WQE whose first block was read ahead (held in push_blk since
+	// txCtx) takes its first beat in txDecide as it starts: at 512 bits
+	// the whole block, so txDecide goes straight to txHdr. (A pushed
+	// block reaches push_blk only as the WQE starts.)
+	early := m.WireOf("wb_early", And(goWQE, pfHit, Not(hitAny)), "txDecide takes the read-ahead first block's first beat")
+	fromPush := m.WireOf("wb_from_push", Or(And(sFirst, src), And(sRest, rest2), early), "")
 	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, And(sRest, Not(rest2))), "")
 	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
 	bData := m.WireOf("wb_data", Sel(fromPush, pbeat, rdData), "")
-	m.Drive(wj, big.NewInt(0), Sel(goAny, C(NBW, 0), incr(wj)), Or(goAny, bValid))
+	m.Drive(wj, big.NewInt(0), Sel(bValid, incr(wj), C(NBW, 0)), Or(sCtx, goAny, bValid)) // 0 from txCtx on: txDecide's beat is beat 0
 	firstDone := m.WireOf("first_done", And(bValid, sFirst, Eq(wj, C(NBW, uint64(beatsPerBB-1)))), "the first block's last beat")
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
 	errBeat := m.WireOf("wqe_err_beat", And(fromDMA, rdValid, rdErr), "")
@@ -893,15 +899,16 @@ func CardTx(width int) (*Module, error) {
 		// second block's lower half from the read ahead), word 1 in txHdr.
 		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
 		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Sel(doTerm, termHdr, Bits(bData, 255, 0))), Or(sRspLd, doTerm, And(bValid, Eq(wj, C(NBW, 0)))))
-		two := m.WireOf("wb_first_two", And(src2, Eq(Bits(bData, 19, 16), C(4, 2))), "in txFirst: the WQE is two blocks and the second was read ahead")
-		firstW := m.WireOf("buf_wr_first", And(bValid, sFirst), "word 0 from the first block")
+		firstBeat := m.WireOf("wb_first_beat", Or(sFirst, sDecide), "txFirst, or txDecide taking a read-ahead block")
+		two := m.WireOf("wb_first_two", And(Sel(sDecide, pfTwo, src2), Eq(Bits(bData, 19, 16), C(4, 2))), "the first block's beat: the WQE is two blocks and the second was read ahead")
+		firstW := m.WireOf("buf_wr_first", And(bValid, firstBeat), "word 0 from the first block")
 		hdrW := m.WireOf("buf_wr_hdr", And(sHdr, rest2), "word 1 from the read-ahead second block")
 		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush, firstW, hdrW)
-		wa := m.WireOf("buf_wa_full", Sel(sFirst, C(NBW, 0), Sel(sHdr, C(NBW, 1), Sub(wj, C(NBW, 1)))), "")
+		wa := m.WireOf("buf_wa_full", Sel(firstBeat, C(NBW, 0), Sel(sHdr, C(NBW, 1), Sub(wj, C(NBW, 1)))), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
 		unused = append(unused, Bits(wa, NBW-1, bufAW))
 		bufWrData = Sel(Or(sFlush, sHdr), Cat(C(256, 0), Sel(sHdr, Bits(pblk, 1023, 768), prev)),
-			Cat(Sel(sFirst, gate(two, Bits(pblk, 767, 512)), Bits(bData, 255, 0)), Sel(sFirst, Bits(bData, 511, 256), prev)))
+			Cat(Sel(firstBeat, gate(two, Bits(pblk, 767, 512)), Bits(bData, 255, 0)), Sel(firstBeat, Bits(bData, 511, 256), prev)))
 	}
 
 	// --- header checks ---
@@ -1544,6 +1551,10 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(requeue, And(Or(And(sWB, more), gateHold, pfWait, And(txsBad, Not(txsBadGo))), Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
+	decideFirst := C(5, txFirst)
+	if L == 64 {
+		decideFirst = Sel(early, C(5, txHdr), C(5, txFirst)) // the block is in: txHdr
+	}
 	mopNow := And(opMop, Not(retFl))
 	feedNow := Sel(mopNow, C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk)))
 	feedNext, hdrNext := feedNow, Sel(oneBB, feedNow, Sel(rest2, C(5, txRest), C(5, txFetch)))
@@ -1581,7 +1592,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(5, txPop), C(5, txIdle)),
 		Sel(sPop, C(5, txCtx),
 			Sel(sCtx, C(5, txDecide),
-				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
+				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, decideFirst, Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
 						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), hdrNext))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),

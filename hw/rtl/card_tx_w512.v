@@ -742,6 +742,7 @@ module card_tx_w512 (
     wire [7:0]     rd_ttag;
     wire           rd_berr;                  // a response beat of the request up to this one had an error (a payload read's fault)
     wire           wb_rest_ahead;            // the WQE's second and last block was read ahead
+    wire           wb_early;                 // txDecide takes the read-ahead first block's first beat
     wire           wb_from_push;
     wire           wb_from_dma;
     wire           wb_valid;                 // a WQE beat is taken
@@ -759,7 +760,8 @@ module card_tx_w512 (
     wire [31:0]    sge_len;
     wire [31:0]    sge_lkey;
     reg  [255:0]   wb_prev_hi;               // the upper half of the previous beat
-    wire           wb_first_two;             // in txFirst: the WQE is two blocks and the second was read ahead
+    wire           wb_first_beat;            // txFirst, or txDecide taking a read-ahead block
+    wire           wb_first_two;             // the first block's beat: the WQE is two blocks and the second was read ahead
     wire           buf_wr_first;             // word 0 from the first block
     wire           buf_wr_hdr;               // word 1 from the read-ahead second block
     wire [6:0]     buf_wa_full;
@@ -2234,7 +2236,8 @@ module card_tx_w512 (
     assign rd_go = rd_wqe_valid & rd_req_ready;
     assign rd_wqe_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
     assign rd_wqe_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
-    assign wb_from_push = (in_state4 & src_push) | (in_state7 & wb_rest_ahead);
+    assign wb_early = (wqe_go & pf_use_hit) & ~push_hit;
+    assign wb_from_push = ((in_state4 & src_push) | (in_state7 & wb_rest_ahead)) | wb_early;
     assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | (in_state7 & ~wb_rest_ahead);
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
     assign wb_data = wb_from_push ? (wb_beat[0] ? push_blk[1023:512] : push_blk[511:0]) : rd_tdata;
@@ -2248,10 +2251,11 @@ module card_tx_w512 (
     assign sge_addr = sge0[63:0] & {64{sge_one}};
     assign sge_len = sge0[95:64] & {32{sge_one}};
     assign sge_lkey = sge0[127:96] & {32{sge_one}};
-    assign wb_first_two = src_push_two & (wb_data[19:16] == 4'h2);
-    assign buf_wr_first = wb_valid & in_state4;
+    assign wb_first_beat = in_state4 | in_state3;
+    assign wb_first_two = (in_state3 ? pf_use_two : src_push_two) & (wb_data[19:16] == 4'h2);
+    assign buf_wr_first = wb_valid & wb_first_beat;
     assign buf_wr_hdr = in_state5 & wb_rest_ahead;
-    assign buf_wa_full = in_state4 ? 7'h00 : (in_state5 ? 7'h01 : (wb_beat - 7'h01));
+    assign buf_wa_full = wb_first_beat ? 7'h00 : (in_state5 ? 7'h01 : (wb_beat - 7'h01));
     assign avail = cur_sq_pi - cur_sq_next;
     assign op_send_inv = h_opcode == 8'h01;
     assign op_write = h_opcode == 8'h02;
@@ -2329,8 +2333,8 @@ module card_tx_w512 (
         256'h0000000000000000000000000000000000000000000000000000000000000000,
         in_state5 ? push_blk[1023:768] : wb_prev_hi
     } : {
-        in_state4 ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
-        in_state4 ? wb_data[511:256] : wb_prev_hi
+        wb_first_beat ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
+        wb_first_beat ? wb_data[511:256] : wb_prev_hi
     });
     assign g_sge_ra0 = g_sge_idx[4:2];
     assign g_sge_ra1 = g_sge_idx[4:2];
@@ -3896,8 +3900,8 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             wb_beat <= 7'h00;
-        end else if (fetch_go | wb_valid) begin
-            wb_beat <= fetch_go ? 7'h00 : (wb_beat + 7'h01);
+        end else if ((in_state2 | fetch_go) | wb_valid) begin
+            wb_beat <= wb_valid ? (wb_beat + 7'h01) : 7'h00;
         end
     end
 
@@ -7033,7 +7037,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : ((one_bb | wb_rest_ahead) ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? (wb_early ? 5'h05 : 5'h04) : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : ((one_bb | wb_rest_ahead) ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 
@@ -7189,8 +7193,8 @@ module card_tx_w512 (
         256'h0000000000000000000000000000000000000000000000000000000000000000,
         in_state5 ? push_blk[1023:768] : wb_prev_hi
     } : {
-        in_state4 ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
-        in_state4 ? wb_data[511:256] : wb_prev_hi
+        wb_first_beat ? (push_blk[767:512] & {256{wb_first_two}}) : wb_data[255:0],
+        wb_first_beat ? wb_data[511:256] : wb_prev_hi
     };
         end
         wqe_buf_rd <= wqe_buf[feed_issued[2:0]];

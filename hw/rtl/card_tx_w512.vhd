@@ -773,6 +773,7 @@ architecture rtl of card_tx_w512 is
     signal rd_ttag : std_logic_vector(7 downto 0);
     signal rd_berr : std_logic;              -- a response beat of the request up to this one had an error (a payload read's fault)
     signal wb_rest_ahead : std_logic;        -- the WQE's second and last block was read ahead
+    signal wb_early : std_logic;             -- txDecide takes the read-ahead first block's first beat
     signal wb_from_push : std_logic;
     signal wb_from_dma : std_logic;
     signal wb_valid : std_logic;             -- a WQE beat is taken
@@ -790,7 +791,8 @@ architecture rtl of card_tx_w512 is
     signal sge_len : std_logic_vector(31 downto 0);
     signal sge_lkey : std_logic_vector(31 downto 0);
     signal wb_prev_hi : std_logic_vector(255 downto 0); -- the upper half of the previous beat
-    signal wb_first_two : std_logic;         -- in txFirst: the WQE is two blocks and the second was read ahead
+    signal wb_first_beat : std_logic;        -- txFirst, or txDecide taking a read-ahead block
+    signal wb_first_two : std_logic;         -- the first block's beat: the WQE is two blocks and the second was read ahead
     signal buf_wr_first : std_logic;         -- word 0 from the first block
     signal buf_wr_hdr : std_logic;           -- word 1 from the read-ahead second block
     signal buf_wa_full : std_logic_vector(6 downto 0);
@@ -2297,7 +2299,8 @@ begin
     rd_go <= rd_wqe_valid and rd_req_ready;
     rd_wqe_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
     rd_wqe_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
-    wb_from_push <= (in_state4 and src_push) or (in_state7 and wb_rest_ahead);
+    wb_early <= (wqe_go and pf_use_hit) and (not push_hit);
+    wb_from_push <= ((in_state4 and src_push) or (in_state7 and wb_rest_ahead)) or wb_early;
     wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or (in_state7 and (not wb_rest_ahead));
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
     wb_data <= mux(wb_from_push, mux(wb_beat(0), push_blk(1023 downto 512), push_blk(511 downto 0)), rd_tdata);
@@ -2311,10 +2314,11 @@ begin
     sge_addr <= sge0(63 downto 0) and std_logic_vector'(63 downto 0 => sge_one);
     sge_len <= sge0(95 downto 64) and std_logic_vector'(31 downto 0 => sge_one);
     sge_lkey <= sge0(127 downto 96) and std_logic_vector'(31 downto 0 => sge_one);
-    wb_first_two <= src_push_two and b2l(wb_data(19 downto 16) = x"2");
-    buf_wr_first <= wb_valid and in_state4;
+    wb_first_beat <= in_state4 or in_state3;
+    wb_first_two <= mux(in_state3, pf_use_two, src_push_two) and b2l(wb_data(19 downto 16) = x"2");
+    buf_wr_first <= wb_valid and wb_first_beat;
     buf_wr_hdr <= in_state5 and wb_rest_ahead;
-    buf_wa_full <= mux(in_state4, "0000000", mux(in_state5, "0000001", std_logic_vector(unsigned(wb_beat) - unsigned'("0000001"))));
+    buf_wa_full <= mux(wb_first_beat, "0000000", mux(in_state5, "0000001", std_logic_vector(unsigned(wb_beat) - unsigned'("0000001"))));
     avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_next));
     op_send_inv <= b2l(h_opcode = x"01");
     op_write <= b2l(h_opcode = x"02");
@@ -2396,8 +2400,8 @@ begin
         x"0000000000000000000000000000000000000000000000000000000000000000" &
         mux(in_state5, push_blk(1023 downto 768), wb_prev_hi)
     ), std_logic_vector'(
-        mux(in_state4, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
-        mux(in_state4, wb_data(511 downto 256), wb_prev_hi)
+        mux(wb_first_beat, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
+        mux(wb_first_beat, wb_data(511 downto 256), wb_prev_hi)
     )));
     g_sge_ra0 <= g_sge_idx(4 downto 2);
     g_sge_ra1 <= g_sge_idx(4 downto 2);
@@ -4395,8 +4399,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 wb_beat <= "0000000";
-            elsif (fetch_go or wb_valid) = '1' then
-                wb_beat <= mux(fetch_go, "0000000", std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")));
+            elsif ((in_state2 or fetch_go) or wb_valid) = '1' then
+                wb_beat <= mux(wb_valid, std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")), "0000000");
             end if;
         end if;
     end process;
@@ -9380,7 +9384,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb or wb_rest_ahead, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb or wb_rest_ahead, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;
@@ -9599,8 +9603,8 @@ begin
         x"0000000000000000000000000000000000000000000000000000000000000000" &
         mux(in_state5, push_blk(1023 downto 768), wb_prev_hi)
     ), std_logic_vector'(
-        mux(in_state4, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
-        mux(in_state4, wb_data(511 downto 256), wb_prev_hi)
+        mux(wb_first_beat, push_blk(767 downto 512) and std_logic_vector'(255 downto 0 => wb_first_two), wb_data(255 downto 0)) &
+        mux(wb_first_beat, wb_data(511 downto 256), wb_prev_hi)
     ));
             end if;
             wqe_buf_rd <= wqe_buf(to_integer(unsigned(feed_issued(2 downto 0))));

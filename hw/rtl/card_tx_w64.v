@@ -742,6 +742,7 @@ module card_tx_w64 (
     wire [7:0]     rd_ttag;
     wire           rd_berr;                  // a response beat of the request up to this one had an error (a payload read's fault)
     wire           wb_rest_ahead;            // the WQE's second and last block was read ahead
+    wire           wb_early;                 // txDecide takes the read-ahead first block's first beat
     wire           wb_from_push;
     wire           wb_from_dma;
     wire           wb_valid;                 // a WQE beat is taken
@@ -2223,7 +2224,8 @@ module card_tx_w64 (
     assign rd_go = rd_wqe_valid & rd_req_ready;
     assign rd_wqe_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
     assign rd_wqe_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
-    assign wb_from_push = (in_state4 & src_push) | (in_state7 & wb_rest_ahead);
+    assign wb_early = (wqe_go & pf_use_hit) & ~push_hit;
+    assign wb_from_push = ((in_state4 & src_push) | (in_state7 & wb_rest_ahead)) | wb_early;
     assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | (in_state7 & ~wb_rest_ahead);
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
     assign wb_data = wb_from_push ? (wb_beat[3] ? (wb_beat[2] ? (wb_beat[1] ? (wb_beat[0] ? push_blk[1023:960] : push_blk[959:896]) : (wb_beat[0] ? push_blk[895:832] : push_blk[831:768])) : (wb_beat[1] ? (wb_beat[0] ? push_blk[767:704] : push_blk[703:640]) : (wb_beat[0] ? push_blk[639:576] : push_blk[575:512]))) : (wb_beat[2] ? (wb_beat[1] ? (wb_beat[0] ? push_blk[511:448] : push_blk[447:384]) : (wb_beat[0] ? push_blk[383:320] : push_blk[319:256])) : (wb_beat[1] ? (wb_beat[0] ? push_blk[255:192] : push_blk[191:128]) : (wb_beat[0] ? push_blk[127:64] : push_blk[63:0])))) : rd_tdata;
@@ -3803,8 +3805,8 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             wb_beat <= 7'h00;
-        end else if (fetch_go | wb_valid) begin
-            wb_beat <= fetch_go ? 7'h00 : (wb_beat + 7'h01);
+        end else if ((in_state2 | fetch_go) | wb_valid) begin
+            wb_beat <= wb_valid ? (wb_beat + 7'h01) : 7'h00;
         end
     end
 

@@ -773,6 +773,7 @@ architecture rtl of card_tx_w64 is
     signal rd_ttag : std_logic_vector(7 downto 0);
     signal rd_berr : std_logic;              -- a response beat of the request up to this one had an error (a payload read's fault)
     signal wb_rest_ahead : std_logic;        -- the WQE's second and last block was read ahead
+    signal wb_early : std_logic;             -- txDecide takes the read-ahead first block's first beat
     signal wb_from_push : std_logic;
     signal wb_from_dma : std_logic;
     signal wb_valid : std_logic;             -- a WQE beat is taken
@@ -2284,7 +2285,8 @@ begin
     rd_go <= rd_wqe_valid and rd_req_ready;
     rd_wqe_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
     rd_wqe_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
-    wb_from_push <= (in_state4 and src_push) or (in_state7 and wb_rest_ahead);
+    wb_early <= (wqe_go and pf_use_hit) and (not push_hit);
+    wb_from_push <= ((in_state4 and src_push) or (in_state7 and wb_rest_ahead)) or wb_early;
     wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or (in_state7 and (not wb_rest_ahead));
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
     wb_data <= mux(wb_from_push, mux(wb_beat(3), mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(1023 downto 960), push_blk(959 downto 896)), mux(wb_beat(0), push_blk(895 downto 832), push_blk(831 downto 768))), mux(wb_beat(1), mux(wb_beat(0), push_blk(767 downto 704), push_blk(703 downto 640)), mux(wb_beat(0), push_blk(639 downto 576), push_blk(575 downto 512)))), mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(511 downto 448), push_blk(447 downto 384)), mux(wb_beat(0), push_blk(383 downto 320), push_blk(319 downto 256))), mux(wb_beat(1), mux(wb_beat(0), push_blk(255 downto 192), push_blk(191 downto 128)), mux(wb_beat(0), push_blk(127 downto 64), push_blk(63 downto 0))))), rd_tdata);
@@ -4302,8 +4304,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 wb_beat <= "0000000";
-            elsif (fetch_go or wb_valid) = '1' then
-                wb_beat <= mux(fetch_go, "0000000", std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")));
+            elsif ((in_state2 or fetch_go) or wb_valid) = '1' then
+                wb_beat <= mux(wb_valid, std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")), "0000000");
             end if;
         end if;
     end process;
