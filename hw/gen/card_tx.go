@@ -440,13 +440,26 @@ func CardTx(width int) (*Module, error) {
 	pubSlot := m.Wire("pub_slot", 1, "the completion queue has two slots free")
 	wbPop := m.WireOf("sched_pop_wb", And(sWB, Not(fEmpty), Not(qpValid), Not(tmValid), pubSlot), "the write-back takes the next QP")
 	pop := m.WireOf("sched_pop", Or(And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), wbPop), "the engine takes the next QP")
+	// The quick turn: the FIFO's read data is its head's once the head
+	// has stood a cycle, so the context memories (read at the head every
+	// cycle) hold the next QP's context the cycle after the message's last
+	// beat enters mpa_tx (txDrain's last cycle). txWB then takes it as
+	// txCtx would and goes to txDecide: no txPop, no txCtx. Not for the
+	// QP the engine holds (its context is being written back).
+	headOK := m.Reg("sched_head_ok", 1, big.NewInt(0), Not(fEmpty), nil, "the FIFO held an entry last cycle: its read data is the head's")
+	aheadRd := m.Wire("ctx_ahead_rd", 1, "txDrain's last cycle: the head QP's context is read for txWB")
+	ahead := m.Reg("ctx_ahead", 1, big.NewInt(0), aheadRd, nil, "the head QP's context was read last cycle")
+	quick := m.WireOf("turn_quick", And(wbPop, ahead, Ne(popped, cur)), "txWB takes the next QP's context (txCtx's loads) and goes to txDecide")
+	ctxLoad := m.WireOf("ctx_load", Or(sCtx, quick), "the engine's context registers take the QP's context")
+	takeQP := m.WireOf("sched_take", Or(sPop, quick), "the popped QP becomes the engine's")
+	ldQP := m.WireOf("ctx_load_qp", Sel(sWB, popped, cur), "the QP whose context is loaded (txWB: the one it may take)")
 	m.Drive(fHead, big.NewInt(0), incr(fHead), pop)
 	m.Drive(fTail, big.NewInt(0), incr(fTail), fPush)
 	queued := m.RegDecl("queued", CardTxQPs, "the QP is in the scheduler FIFO")
 	dec := func(name string, q Expr) *Signal { return oneHot(m, name, q, CardTxQPs) }
 	clr1h := dec("qclr", popped)
 	set1h := dec("qset", fPushQP)
-	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
+	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(takeQP, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
 	isQueued := func(name string, q Expr) Expr { return BitAt(queued, m.WireOf(name+"_qp", q, "")) }
 	curHot := dec("qcur", cur)
 	tset1h := dec("qterm", qpNum)
@@ -484,7 +497,7 @@ func CardTx(width int) (*Module, error) {
 	lateCur := m.WireOf("late_prot_cur", BitAt(lateProt, cur), "")
 	lateMalCur := m.WireOf("late_mal_cur", BitAt(lateMal, cur), "")
 	m.Assign(ctxRdAddr, popped)
-	m.Drive(cur, nil, popped, sPop)
+	m.Drive(cur, nil, popped, takeQP)
 
 	// --- push slots ---
 	type slot struct{ v, qp, idx, data *Signal }
@@ -595,21 +608,21 @@ func CardTx(width int) (*Module, error) {
 	ldSQBase, ldSQLog, ldTXBase := field(58), field(5), field(52)
 	ldTXLog := m.WireOf("ld_txs_log", field(5), "")
 	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ, ldOrd, ldPD := field(16), field(1), field(1), field(1), field(QB), field(5), field(32)
-	m.Drive(cPD, nil, ldPD, sCtx)
-	m.Drive(cSQBase, nil, ldSQBase, sCtx)
-	m.Drive(cSQLog, nil, ldSQLog, sCtx)
-	m.Drive(cTXBase, nil, ldTXBase, sCtx)
-	m.Drive(cTXMask, nil, thermo(ldTXLog, 24), sCtx)
-	m.Drive(cMULPDU, nil, ldMULPDU, sCtx)
-	m.Drive(cMk, nil, ldMk, sCtx)
-	m.Drive(cCRC, nil, ldCRC, sCtx)
-	m.Drive(cRev0, nil, ldRev0, sCtx)
-	m.Drive(cCQ, nil, ldCQ, sCtx)
-	m.Drive(cOrd, nil, ldOrd, sCtx)
-	m.Drive(cSQCI, nil, Bits(engRd, 15, 0), sCtx)
+	m.Drive(cPD, nil, ldPD, ctxLoad)
+	m.Drive(cSQBase, nil, ldSQBase, ctxLoad)
+	m.Drive(cSQLog, nil, ldSQLog, ctxLoad)
+	m.Drive(cTXBase, nil, ldTXBase, ctxLoad)
+	m.Drive(cTXMask, nil, thermo(ldTXLog, 24), ctxLoad)
+	m.Drive(cMULPDU, nil, ldMULPDU, ctxLoad)
+	m.Drive(cMk, nil, ldMk, ctxLoad)
+	m.Drive(cCRC, nil, ldCRC, ctxLoad)
+	m.Drive(cRev0, nil, ldRev0, ctxLoad)
+	m.Drive(cCQ, nil, ldCQ, ctxLoad)
+	m.Drive(cOrd, nil, ldOrd, ctxLoad)
+	m.Drive(cSQCI, nil, Bits(engRd, 15, 0), ctxLoad)
 	// Doorbells to cur_qp while the engine holds it; the one in the read
 	// cycle (txPop) is remembered for txCtx.
-	dbHit := m.WireOf("db_hit_cur", And(dbFire, acts, Eq(dQP, cur), Not(sIdle), Not(sPop)), "")
+	dbHit := m.WireOf("db_hit_cur", And(dbFire, acts, Eq(dQP, ldQP), Not(sIdle), Not(sPop)), "")
 	lastW := m.Reg("dbw_last_v", 1, big.NewInt(0), And(dbFire, acts), nil, "")
 	lastQP := m.Reg("dbw_last_qp", QB, nil, dQP, nil, "")
 	lastPI := m.Reg("dbw_last_pi", 16, nil, newPI, nil, "")
@@ -617,37 +630,37 @@ func CardTx(width int) (*Module, error) {
 	lastRC := m.Reg("dbw_last_rc", 5, nil, newRC, nil, "")
 	lastRR := m.Reg("dbw_last_rr", 5, nil, newRR, nil, "")
 	lastEnd := m.Reg("dbw_last_end", 1, nil, newEnd, nil, "")
-	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, cur)), "")
+	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, ldQP)), "")
 	ramPI := Sel(lastHit, lastPI, Bits(dbsE, 15, 0))
 	ramCI := Sel(lastHit, lastCI, Bits(dbsE, 47, 16))
-	m.Drive(cPI, nil, Sel(dbHit, newPI, ramPI), Or(sCtx, dbHit))
-	m.Drive(cCI, nil, Sel(dbHit, newCI, ramCI), Or(sCtx, dbHit))
+	m.Drive(cPI, nil, Sel(dbHit, newPI, ramPI), Or(ctxLoad, dbHit))
+	m.Drive(cCI, nil, Sel(dbHit, newCI, ramCI), Or(ctxLoad, dbHit))
 	cRC := m.RegDecl("cur_rdone", 5, "live: Read dones received")
 	rcNow := m.WireOf("rdone_now", Sel(dbHit, newRC, Sel(lastHit, lastRC, Bits(dbsE, 52, 48))), "")
-	m.Drive(cRC, nil, rcNow, Or(sCtx, dbHit))
+	m.Drive(cRC, nil, rcNow, Or(ctxLoad, dbHit))
 	cRR := m.RegDecl("cur_rreq", 5, "live: Read Request records received")
-	m.Drive(cRR, nil, Sel(dbHit, newRR, Sel(lastHit, lastRR, Bits(dbsE, 57, 53))), Or(sCtx, dbHit))
+	m.Drive(cRR, nil, Sel(dbHit, newRR, Sel(lastHit, lastRR, Bits(dbsE, 57, 53))), Or(ctxLoad, dbHit))
 	cEnd := m.RegDecl("cur_end", 1, "live: the peer's stream ended")
-	m.Drive(cEnd, nil, Sel(dbHit, newEnd, Sel(lastHit, lastEnd, Bit(dbsE, 58))), Or(sCtx, dbHit))
-	cRRUsed := m.Reg("cur_rreq_used", 5, nil, Bits(engRd, 142, 138), sCtx, "Read Request records answered")
+	m.Drive(cEnd, nil, Sel(dbHit, newEnd, Sel(lastHit, lastEnd, Bit(dbsE, 58))), Or(ctxLoad, dbHit))
+	cRRUsed := m.Reg("cur_rreq_used", 5, nil, Bits(engRd, 142, 138), ctxLoad, "Read Request records answered")
 	// The Read state of the engine's QP.
 	cRMSN := m.RegDecl("cur_rmsn", 32, "next Read Request MSN")
 	cNext := m.RegDecl("cur_sq_next", 16, "first SQ block not started (SQ_CI while no Read is outstanding)")
 	cOrq := m.RegDecl("cur_orq", 5, "RDMA Reads outstanding")
-	cWk := m.Reg("cur_walk", 1, nil, Bit(engRd, 143), sCtx, "the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there")
+	cWk := m.Reg("cur_walk", 1, nil, Bit(engRd, 143), ctxLoad, "the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there")
 	cRUsed := m.RegDecl("cur_rdone_used", 5, "Read dones taken")
-	m.Drive(cRMSN, nil, Bits(engRd, 111, 80), sCtx)
-	m.Drive(cNext, nil, Bits(engRd, 127, 112), sCtx)
+	m.Drive(cRMSN, nil, Bits(engRd, 111, 80), ctxLoad)
+	m.Drive(cNext, nil, Bits(engRd, 127, 112), ctxLoad)
 	ldOrq := Bits(engRd, 132, 128)
-	m.Drive(cOrq, nil, ldOrq, sCtx)
-	cSt := m.Reg("cur_state", 2, nil, qpSt.eng, sCtx, "the QP's state (0 none, 1 live, 2 error)")
+	m.Drive(cOrq, nil, ldOrq, ctxLoad)
+	cSt := m.Reg("cur_state", 2, nil, qpSt.eng, ctxLoad, "the QP's state (0 none, 1 live, 2 error)")
 	live := m.WireOf("cur_live", Eq(cSt, C(2, txQPLive)), "")
 	inErr := m.WireOf("cur_error", Eq(cSt, C(2, txQPError)), "")
-	cClosed := m.Reg("cur_closed", 1, nil, Bit(qpSt.closed, 0), sCtx, "the QP is CLOSED: its Read Requests are dropped")
+	cClosed := m.Reg("cur_closed", 1, nil, Bit(qpSt.closed, 0), ctxLoad, "the QP is CLOSED: its Read Requests are dropped")
 	unused = append(unused, Bit(qpSt.closed, 1))
 	// A Read done with no Read outstanding (the receive side lets none
 	// through) is dropped: with none outstanding the count is caught up.
-	m.Drive(cRUsed, nil, Sel(Eq(ldOrq, C(5, 0)), rcNow, Bits(engRd, 137, 133)), sCtx)
+	m.Drive(cRUsed, nil, Sel(Eq(ldOrq, C(5, 0)), rcNow, Bits(engRd, 137, 133)), ctxLoad)
 
 	// --- WQE header ---
 	hdr := m.RegDecl("wqe_hdr", 256, "the WQE's header")
@@ -690,8 +703,8 @@ func CardTx(width int) (*Module, error) {
 	cEndFl := m.RegDecl("cur_end_flush", 5, "Reads the stream end flushes, not yet completed")
 	endNew := m.WireOf("end_new", And(cEnd, Not(cEndSeen)), "the stream end is taken at this turn")
 	flNow := m.WireOf("end_flush_now", Sel(endNew, Sel(Lt(cOrq, pend), C(5, 0), Sub(cOrq, pend)), cEndFl), "")
-	m.Drive(cEndSeen, nil, Sel(sCtx, Bit(engRd, 149), Or(cEndSeen, cEnd)), Or(sCtx, sDecide))
-	m.Drive(cEndFl, nil, Sel(sCtx, Bits(engRd, 148, 144), flNow), Or(sCtx, sDecide))
+	m.Drive(cEndSeen, nil, Sel(ctxLoad, Bit(engRd, 149), Or(cEndSeen, cEnd)), Or(ctxLoad, sDecide))
+	m.Drive(cEndFl, nil, Sel(ctxLoad, Bits(engRd, 148, 144), flNow), Or(ctxLoad, sDecide))
 	// Every fetch of a WQE at SQ_CI waits for the event slot: its read
 	// may fault, whose DMA_FAULT takes the slot at once.
 	doRetOK := m.WireOf("ret_done_go", And(sDecide, Or(live, errCpl), Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0)), Not(evV)), "complete the oldest outstanding Read (its Read done came)")
@@ -755,7 +768,7 @@ func CardTx(width int) (*Module, error) {
 	tm := m.Reg("term_mode", 1, big.NewInt(0), doTerm, goAny, "the engine sends its QP's Terminate (a stand-in header: no WQE)")
 	m.Assign(termSent, And(sWB, tm))
 	// The record read with the context (txCtx), kept for the turn.
-	cTerm := m.Reg("cur_term", termRd.W, nil, termRd, sCtx, "the QP's Terminate record")
+	cTerm := m.Reg("cur_term", termRd.W, nil, termRd, ctxLoad, "the QP's Terminate record")
 	tCause := m.WireOf("cur_term_cause", Bits(cTerm, 15, 0), "")
 	tSegLen := m.WireOf("cur_term_seglen", Bits(cTerm, 31, 16), "")
 	tHdr := m.WireOf("cur_term_hdr", Bits(cTerm, 32+8*untaggedHdr-1, 32), "")
@@ -765,7 +778,7 @@ func CardTx(width int) (*Module, error) {
 	tCut := m.WireOf("cur_term_cut", Bits(tRDMA, 31, 0), "a silent record's cut: TXS_PI goes back to it")
 	tAddr := m.WireOf("cur_term_addr", Bits(tRDMA, 95, 32), "a silent record's refused address")
 	tQuiet := m.WireOf("cur_term_quiet", Bit(tRDMA, 96), "a silent record of a QP that was in error already: no QP_ERROR")
-	cBlame := m.Reg("cur_blame_cause", 16, nil, blameRd, sCtx, "the cause of the Terminate the QP received")
+	cBlame := m.Reg("cur_blame_cause", 16, nil, blameRd, ctxLoad, "the cause of the Terminate the QP received")
 	m.Assign(silentWait, And(tSilent, evV))
 	m.Assign(rfEv, And(doTerm, tSilent))
 	m.Assign(rfErrEv, And(sWB, tm, tSilent, Not(tQuiet)))
@@ -787,7 +800,7 @@ func CardTx(width int) (*Module, error) {
 	usePush := m.WireOf("use_push", And(goWQE, Or(hitAny, pfHit)), "the first block is a pushed or read-ahead one")
 	// A read-ahead entry's block is taken in txCtx (its verdict, pfHit,
 	// holds from then on); a pushed block replaces it when the WQE starts.
-	pblk := m.Reg("push_blk", 1024, nil, Sel(sCtx, pfData, zext(hitData, 1024)), Or(sCtx, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
+	pblk := m.Reg("push_blk", 1024, nil, Sel(ctxLoad, pfData, zext(hitData, 1024)), Or(ctxLoad, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
 	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push or a read ahead")
 	src2 := m.Reg("src_push_two", 1, big.NewInt(0), And(usePush, Not(hitAny), pfTwo), goAny, "... and the second one was read ahead too")
 	for i, s := range slots {
@@ -848,7 +861,7 @@ func CardTx(width int) (*Module, error) {
 	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, And(sRest, Not(rest2))), "")
 	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
 	bData := m.WireOf("wb_data", Sel(fromPush, pbeat, rdData), "")
-	m.Drive(wj, big.NewInt(0), Sel(bValid, incr(wj), C(NBW, 0)), Or(sCtx, goAny, bValid)) // 0 from txCtx on: txDecide's beat is beat 0
+	m.Drive(wj, big.NewInt(0), Sel(bValid, incr(wj), C(NBW, 0)), Or(ctxLoad, goAny, bValid)) // 0 from txCtx on: txDecide's beat is beat 0
 	firstDone := m.WireOf("first_done", And(bValid, sFirst, Eq(wj, C(NBW, uint64(beatsPerBB-1)))), "the first block's last beat")
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
 	errBeat := m.WireOf("wqe_err_beat", And(fromDMA, rdValid, rdErr), "")
@@ -1053,7 +1066,7 @@ func CardTx(width int) (*Module, error) {
 	dbFirst := m.WireOf("pf_db_first", And(dbFire, isSQ, Not(badDB), Eq(oldPI, Bits(sqDB, 31, 16)), Ne(newPI, oldPI),
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
-		popped: popped, popRead: sPop, ctx: sCtx, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
+		popped: popped, popRead: Or(sPop, And(sDrain, headOK)), ctx: ctxLoad, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
 		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)
@@ -1124,8 +1137,21 @@ func CardTx(width int) (*Module, error) {
 	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
-	msgDone := m.RegDecl("msg_done", 1, "the message's last segment is in mpa_tx")
-	m.Drive(msgDone, big.NewInt(0), And(Not(goMsg), Or(msgDone, And(hGo, ddpLast, ddpMsgLast))), nil)
+	// A message whose payload comes from the WQE buffer (inline, a Read
+	// Request, a Terminate) cannot fault once fed: its write-back needs
+	// only its last FPDU's stream offset, which f_off has once that FPDU's
+	// first beat is in mpa_tx (mpa_tx and the ring records take every
+	// context with the first beat). The FPDU's other beats follow while
+	// the engine writes back and starts the next QP (drain_tail says so).
+	lastIn := m.WireOf("msg_last_in", And(hGo, ddpLast, ddpMsgLast), "a message's last beat enters mpa_tx")
+	tail := m.RegDecl("drain_tail", 1, "a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)")
+	lastHdrIn := m.WireOf("msg_last_hdr_in", And(newFPDU, ddpMsgLast, Not(ddpLast), fromBuf, Not(rsp)), "the first beat of the last FPDU of a message fed from the buffer enters mpa_tx")
+	m.Drive(tail, big.NewInt(0), Or(lastHdrIn, And(tail, Not(lastIn))), nil)
+	// With a tail in flight, the last beat that enters is the tail's: the
+	// engine's message has not begun to enter.
+	engLastIn := m.WireOf("msg_eng_last_in", Or(lastHdrIn, And(lastIn, Not(tail))), "the engine's message is in mpa_tx but for its tail")
+	msgDone := m.RegDecl("msg_done", 1, "the engine's message is in mpa_tx (but for its tail)")
+	m.Drive(msgDone, big.NewInt(0), And(Not(goMsg), Or(msgDone, engLastIn)), nil)
 
 	// FPDU wire length (golden/mpa.FPDUWireLen): body = 2 + n + PAD; a
 	// leading marker when the FPDU opens on the 512-octet grid; then one
@@ -1162,7 +1188,7 @@ func CardTx(width int) (*Module, error) {
 	wire := m.WireOf("w_len", Add(Add(body, Cat(C(7, 0), kk, C(2, 0))), C(17, 4)), "the FPDU's octets on the wire")
 	wireNoMk := Add(body, C(17, 4))
 	wl := m.WireOf("w_len_sel", Sel(cMk, wire, wireNoMk), "")
-	m.Drive(fOff, nil, Sel(sCtx, Bits(engRd, 47, 16), Add(fOff, zext(wl, 32))), Or(sCtx, newFPDU))
+	m.Drive(fOff, nil, Sel(ctxLoad, Bits(engRd, 47, 16), Add(fOff, zext(wl, 32))), Or(ctxLoad, newFPDU))
 	unused = append(unused, Bit(wl, 16))
 
 	// A gathered message can be longer than the ring: each FPDU waits for
@@ -1544,7 +1570,7 @@ func CardTx(width int) (*Module, error) {
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
 	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), wbTXSPI, newSQCI))
 	m.Assign(sqWB, Cat(newNext, newSQCI))
-	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
+	m.Drive(cMSN, nil, Bits(engRd, 79, 48), ctxLoad)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, retFault, gfR, Sel(Or(fl, prot, rspFault, retFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(bdbEng, txsBadGo)
@@ -1557,22 +1583,26 @@ func CardTx(width int) (*Module, error) {
 	}
 	mopNow := And(opMop, Not(retFl))
 	feedNow := Sel(mopNow, C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk)))
+	onChip := m.WireOf("wqe_on_chip", Or(oneBB, rest2), "the WQE's blocks are on chip by txHdr's end: one block, or two read ahead")
+	hdrOn := m.WireOf("hdr_on", Not(Or(wfNow, waitRd, malNow, And(retFl, Not(sentFull)))), "txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch")
 	feedNext, hdrNext := feedNow, Sel(oneBB, feedNow, Sel(rest2, C(5, txRest), C(5, txFetch)))
 	if L == 64 {
 		// At 512 bits a WQE of one block, or two read ahead, is in the
 		// buffer by txHdr's end (above): no txRest, no txFlush.
 		feedNext = Sel(mopNow, C(5, txMop), C(5, txFlush))
-		hdrNext = Sel(Or(oneBB, rest2), feedNow, C(5, txFetch))
+		hdrNext = Sel(onChip, feedNow, C(5, txFetch))
 	}
 	// A WQE whose payload words come from the buffer and whose blocks are
-	// all on chip (one block, or two read ahead) offers its descriptor to
-	// ddp_tx from txHdr on: ddp_tx's first beat is formed four cycles
-	// after it takes one, so the message leaves a cycle sooner.
-	m.Assign(descEarly, And(sHdr, Not(wfNow), Not(waitRd), Not(malNow), Not(retFl), fromBuf, Not(opMop), Or(oneBB, rest2)))
+	// all on chip offers its descriptor to ddp_tx from txHdr on: ddp_tx's
+	// first beat is formed four cycles after it takes one, so the message
+	// leaves a cycle sooner.
+	m.Assign(descEarly, And(sHdr, hdrOn, Not(retFl), fromBuf, Not(opMop), onChip))
 	// The write-back follows the cycle the message's last beat enters
-	// mpa_tx (its FPDU's TXS_PI is in f_off by then), but after a payload
+	// mpa_tx, or its last FPDU's first beat for a message fed from the
+	// buffer (its FPDU's TXS_PI is in f_off by then), but after a payload
 	// read fault, whose cut is found a cycle later.
-	drainGo := m.WireOf("drain_go", Or(msgDone, And(hGo, ddpLast, ddpMsgLast, Not(gfR))), "the message's last segment is in mpa_tx")
+	drainGo := m.WireOf("drain_go", Or(msgDone, And(engLastIn, Not(gfR))), "the message's last segment is in mpa_tx (but for its tail)")
+	m.Assign(aheadRd, And(sDrain, drainGo, Not(gfR), headOK))
 	// txMop: the operation is offered until taken, then awaited.
 	mopSent := m.RegDecl("mop_sent", 1, "placement took the operation")
 	m.Drive(mopSent, big.NewInt(0), And(sMop, Or(mopSent, mopR)), nil)
@@ -1594,7 +1624,7 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, Sel(tSilent, C(5, txFault), C(5, txWB)), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, decideFirst, Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), hdrNext))),
+						Sel(sHdr, Sel(hdrOn, hdrNext, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), C(5, txWB)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
@@ -1608,7 +1638,7 @@ func CardTx(width int) (*Module, error) {
 	}
 	next = Sel(sRsp, C(5, txRspLd), Sel(sRspLd, Sel(rspDrop, C(5, txWB), rspNext), Sel(sRspSge, C(5, txChk), next)))
 	next = Sel(sMop, Sel(mopDone, C(5, txWB), C(5, txMop)), next)
-	next = Sel(sWB, Sel(pop, C(5, txPop), C(5, txIdle)), next)
+	next = Sel(sWB, Sel(pop, Sel(quick, C(5, txDecide), C(5, txPop)), C(5, txIdle)), next)
 	next = Sel(stIs(txFault), Sel(Or(evV, gfPend), C(5, txFault), C(5, txWB)), next)
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 

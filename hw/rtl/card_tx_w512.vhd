@@ -420,6 +420,13 @@ architecture rtl of card_tx_w512 is
     signal pub_slot : std_logic;             -- the completion queue has two slots free
     signal sched_pop_wb : std_logic;         -- the write-back takes the next QP
     signal sched_pop : std_logic;            -- the engine takes the next QP
+    signal sched_head_ok : std_logic := '0'; -- the FIFO held an entry last cycle: its read data is the head's
+    signal ctx_ahead_rd : std_logic;         -- txDrain's last cycle: the head QP's context is read for txWB
+    signal ctx_ahead : std_logic := '0';     -- the head QP's context was read last cycle
+    signal turn_quick : std_logic;           -- txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    signal ctx_load : std_logic;             -- the engine's context registers take the QP's context
+    signal sched_take : std_logic;           -- the popped QP becomes the engine's
+    signal ctx_load_qp : std_logic_vector(9 downto 0); -- the QP whose context is loaded (txWB: the one it may take)
     signal queued : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP is in the scheduler FIFO
     signal qclr_qp : std_logic_vector(9 downto 0);
     signal qclr_1h : std_logic_vector(1023 downto 0);
@@ -1249,7 +1256,11 @@ architecture rtl of card_tx_w512 is
     signal h_gate : std_logic;
     signal h_go : std_logic;                 -- a beat goes from ddp_tx to mpa_tx
     signal fpdu_new : std_logic;
-    signal msg_done : std_logic := '0';      -- the message's last segment is in mpa_tx
+    signal msg_last_in : std_logic;          -- a message's last beat enters mpa_tx
+    signal drain_tail : std_logic := '0';    -- a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)
+    signal msg_last_hdr_in : std_logic;      -- the first beat of the last FPDU of a message fed from the buffer enters mpa_tx
+    signal msg_eng_last_in : std_logic;      -- the engine's message is in mpa_tx but for its tail
+    signal msg_done : std_logic := '0';      -- the engine's message is in mpa_tx (but for its tail)
     signal w_n5 : std_logic_vector(16 downto 0);
     signal w_body : std_logic_vector(16 downto 0); -- ULPDU_Length, ULPDU and PAD
     signal w_off_lo : std_logic_vector(8 downto 0);
@@ -1813,7 +1824,9 @@ architecture rtl of card_tx_w512 is
     signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
-    signal drain_go : std_logic;             -- the message's last segment is in mpa_tx
+    signal wqe_on_chip : std_logic;          -- the WQE's blocks are on chip by txHdr's end: one block, or two read ahead
+    signal hdr_on : std_logic;               -- txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch
+    signal drain_go : std_logic;             -- the message's last segment is in mpa_tx (but for its tail)
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
     signal in_state17 : std_logic;
@@ -1958,6 +1971,10 @@ begin
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and pub_slot;
     sched_pop <= (((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room) or sched_pop_wb;
+    turn_quick <= (sched_pop_wb and ctx_ahead) and b2l(sched_rd /= cur_qp);
+    ctx_load <= in_state2 or turn_quick;
+    sched_take <= in_state1 or turn_quick;
+    ctx_load_qp <= mux(in_state11, sched_rd, cur_qp);
     qclr_qp <= sched_rd;
     qclr_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(qclr_qp))));
     qset_qp <= sched_push_qp;
@@ -2141,8 +2158,8 @@ begin
     baddb_set <= (db_fire and db_bad) or baddb_eng;
     m_baddb_qpn <= baddb_qpn;
     ld_txs_log <= ctx_rd(70 downto 66);
-    db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
-    dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = cur_qp);
+    db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = ctx_load_qp)) and (not in_state0)) and (not in_state1);
+    dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = ctx_load_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
     cur_live <= b2l(cur_state = "01");
     cur_error <= b2l(cur_state = "10");
@@ -2687,6 +2704,9 @@ begin
     h_gate <= (not h_first) or ((rec_room and ring_fits) and ((not pub_fpdu) or pub_room));
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
     fpdu_new <= h_go and h_first;
+    msg_last_in <= (h_go and ddp_m_tlast) and ddp_m_tuser_last;
+    msg_last_hdr_in <= (((fpdu_new and ddp_m_tuser_last) and (not ddp_m_tlast)) and pay_from_buf) and (not rsp_mode);
+    msg_eng_last_in <= msg_last_hdr_in or (msg_last_in and (not drain_tail));
     w_n5 <= std_logic_vector(unsigned(std_logic_vector'('0' & ddp_m_tuser_len)) + unsigned'("00000000000000101"));
     w_body <= std_logic_vector'(w_n5(16 downto 2) & "00");
     w_off_lo <= f_off(8 downto 0);
@@ -2940,8 +2960,11 @@ begin
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     eng_requeue <= ((((in_state11 and more_work) or wqe_cq_hold) or wqe_pf_wait) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
-    ddp_desc_early <= ((((((in_state5 and (not wf_now)) and (not wait_read)) and (not wqe_malformed)) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and (one_bb or wb_rest_ahead);
-    drain_go <= msg_done or (((h_go and ddp_m_tlast) and ddp_m_tuser_last) and (not gf_fault));
+    wqe_on_chip <= one_bb or wb_rest_ahead;
+    hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
+    ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
+    drain_go <= msg_done or (msg_eng_last_in and (not gf_fault));
+    ctx_ahead_rd <= ((in_state10 and drain_go) and (not gf_fault)) and sched_head_ok;
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -3136,6 +3159,28 @@ begin
         end if;
     end process;
 
+    sched_head_ok_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sched_head_ok <= '0';
+            else
+                sched_head_ok <= not sched_empty;
+            end if;
+        end if;
+    end process;
+
+    ctx_ahead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ctx_ahead <= '0';
+            else
+                ctx_ahead <= ctx_ahead_rd;
+            end if;
+        end if;
+    end process;
+
     sched_head_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3164,7 +3209,7 @@ begin
             if rst = '1' then
                 queued <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                queued <= (queued and (not (qclr_1h and std_logic_vector'(1023 downto 0 => in_state1)))) or (qset_1h and std_logic_vector'(1023 downto 0 => sched_push));
+                queued <= (queued and (not (qclr_1h and std_logic_vector'(1023 downto 0 => sched_take)))) or (qset_1h and std_logic_vector'(1023 downto 0 => sched_push));
             end if;
         end if;
     end process;
@@ -3216,7 +3261,7 @@ begin
     cur_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state1 = '1' then
+            if sched_take = '1' then
                 cur_qp <= sched_rd;
             end if;
         end if;
@@ -3773,7 +3818,7 @@ begin
     cur_pd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_pd <= ctx_rd(31 downto 0);
             end if;
         end if;
@@ -3782,7 +3827,7 @@ begin
     cur_sq_base_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_sq_base <= ctx_rd(185 downto 128);
             end if;
         end if;
@@ -3791,7 +3836,7 @@ begin
     cur_sq_log_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_sq_log <= ctx_rd(127 downto 123);
             end if;
         end if;
@@ -3800,7 +3845,7 @@ begin
     cur_txs_base_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_txs_base <= ctx_rd(122 downto 71);
             end if;
         end if;
@@ -3809,7 +3854,7 @@ begin
     cur_txs_mask_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_txs_mask <= std_logic_vector'(
                     b2l(unsigned'("10111") < unsigned(ld_txs_log)) &
                     b2l(unsigned'("10110") < unsigned(ld_txs_log)) &
@@ -3843,7 +3888,7 @@ begin
     cur_mulpdu_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_mulpdu <= ctx_rd(65 downto 50);
             end if;
         end if;
@@ -3852,7 +3897,7 @@ begin
     cur_markers_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_markers <= ctx_rd(49);
             end if;
         end if;
@@ -3861,7 +3906,7 @@ begin
     cur_crc_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_crc <= ctx_rd(48);
             end if;
         end if;
@@ -3870,7 +3915,7 @@ begin
     cur_rev0_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_rev0 <= ctx_rd(47);
             end if;
         end if;
@@ -3879,7 +3924,7 @@ begin
     cur_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_cq <= ctx_rd(46 downto 37);
             end if;
         end if;
@@ -3888,7 +3933,7 @@ begin
     cur_ord_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_ord <= ctx_rd(36 downto 32);
             end if;
         end if;
@@ -3897,7 +3942,7 @@ begin
     cur_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_sq_ci <= eng_rd(15 downto 0);
             end if;
         end if;
@@ -3959,7 +4004,7 @@ begin
     cur_sq_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or db_hit_cur) = '1' then
+            if (ctx_load or db_hit_cur) = '1' then
                 cur_sq_pi <= mux(db_hit_cur, db_new_pi, mux(dbw_last_hit, dbw_last_pi, dbs_e_rd(15 downto 0)));
             end if;
         end if;
@@ -3968,7 +4013,7 @@ begin
     cur_txs_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or db_hit_cur) = '1' then
+            if (ctx_load or db_hit_cur) = '1' then
                 cur_txs_ci <= mux(db_hit_cur, db_new_ci, mux(dbw_last_hit, dbw_last_ci, dbs_e_rd(47 downto 16)));
             end if;
         end if;
@@ -3977,7 +4022,7 @@ begin
     cur_rdone_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or db_hit_cur) = '1' then
+            if (ctx_load or db_hit_cur) = '1' then
                 cur_rdone <= rdone_now;
             end if;
         end if;
@@ -3986,7 +4031,7 @@ begin
     cur_rreq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or db_hit_cur) = '1' then
+            if (ctx_load or db_hit_cur) = '1' then
                 cur_rreq <= mux(db_hit_cur, db_new_rr, mux(dbw_last_hit, dbw_last_rr, dbs_e_rd(57 downto 53)));
             end if;
         end if;
@@ -3995,7 +4040,7 @@ begin
     cur_end_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or db_hit_cur) = '1' then
+            if (ctx_load or db_hit_cur) = '1' then
                 cur_end <= mux(db_hit_cur, db_new_end, mux(dbw_last_hit, dbw_last_end, dbs_e_rd(58)));
             end if;
         end if;
@@ -4004,7 +4049,7 @@ begin
     cur_rreq_used_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_rreq_used <= eng_rd(142 downto 138);
             end if;
         end if;
@@ -4013,7 +4058,7 @@ begin
     cur_walk_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_walk <= eng_rd(143);
             end if;
         end if;
@@ -4022,7 +4067,7 @@ begin
     cur_rmsn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_rmsn <= eng_rd(111 downto 80);
             end if;
         end if;
@@ -4031,7 +4076,7 @@ begin
     cur_sq_next_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_sq_next <= eng_rd(127 downto 112);
             end if;
         end if;
@@ -4040,7 +4085,7 @@ begin
     cur_orq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_orq <= eng_rd(132 downto 128);
             end if;
         end if;
@@ -4049,7 +4094,7 @@ begin
     cur_state_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_state <= qp_state_e_rd;
             end if;
         end if;
@@ -4058,7 +4103,7 @@ begin
     cur_closed_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_closed <= qp_closed_rd(0);
             end if;
         end if;
@@ -4067,7 +4112,7 @@ begin
     cur_rdone_used_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_rdone_used <= mux(b2l(eng_rd(132 downto 128) = "00000"), rdone_now, eng_rd(137 downto 133));
             end if;
         end if;
@@ -4076,8 +4121,8 @@ begin
     cur_end_seen_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or in_state3) = '1' then
-                cur_end_seen <= mux(in_state2, eng_rd(149), cur_end_seen or cur_end);
+            if (ctx_load or in_state3) = '1' then
+                cur_end_seen <= mux(ctx_load, eng_rd(149), cur_end_seen or cur_end);
             end if;
         end if;
     end process;
@@ -4085,8 +4130,8 @@ begin
     cur_end_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or in_state3) = '1' then
-                cur_end_flush <= mux(in_state2, eng_rd(148 downto 144), end_flush_now);
+            if (ctx_load or in_state3) = '1' then
+                cur_end_flush <= mux(ctx_load, eng_rd(148 downto 144), end_flush_now);
             end if;
         end if;
     end process;
@@ -4105,7 +4150,7 @@ begin
     cur_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_term <= term_rd;
             end if;
         end if;
@@ -4114,7 +4159,7 @@ begin
     cur_blame_cause_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_blame_cause <= term_blame_cause_rd;
             end if;
         end if;
@@ -4200,8 +4245,8 @@ begin
     push_blk_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or (wqe_go and push_hit)) = '1' then
-                push_blk <= mux(in_state2, pf_use_data, std_logic_vector'(
+            if (ctx_load or (wqe_go and push_hit)) = '1' then
+                push_blk <= mux(ctx_load, pf_use_data, std_logic_vector'(
                     x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
                     mux(push3_hit, push3_data, mux(push2_hit, push2_data, mux(push1_hit, push1_data, push0_data)))
                 ));
@@ -4399,7 +4444,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 wb_beat <= "0000000";
-            elsif ((in_state2 or fetch_go) or wb_valid) = '1' then
+            elsif ((ctx_load or fetch_go) or wb_valid) = '1' then
                 wb_beat <= mux(wb_valid, std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")), "0000000");
             end if;
         end if;
@@ -5001,7 +5046,7 @@ begin
     pf_cur_key_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 pf_cur_key <= pf_tag_rd;
             end if;
         end if;
@@ -6241,7 +6286,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 pf_hit <= '0';
-            elsif in_state2 = '1' then
+            elsif ctx_load = '1' then
                 pf_hit <= pf_pop_valid and pf_pop_inside;
             end if;
         end if;
@@ -6252,7 +6297,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 pf_hit_two <= '0';
-            elsif in_state2 = '1' then
+            elsif ctx_load = '1' then
                 pf_hit_two <= pf_pop_valid and pf_pop_inside_two;
             end if;
         end if;
@@ -6263,7 +6308,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 pf_inside <= '0';
-            elsif in_state2 = '1' then
+            elsif ctx_load = '1' then
                 pf_inside <= pf_pop_inside;
             end if;
         end if;
@@ -6285,7 +6330,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 pf_pend <= '0';
-            elsif in_state2 = '1' then
+            elsif ctx_load = '1' then
                 pf_pend <= pf_pop_pending and pf_pop_inside;
             end if;
         end if;
@@ -6357,13 +6402,24 @@ begin
         end if;
     end process;
 
+    drain_tail_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                drain_tail <= '0';
+            else
+                drain_tail <= msg_last_hdr_in or (drain_tail and (not msg_last_in));
+            end if;
+        end if;
+    end process;
+
     msg_done_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 msg_done <= '0';
             else
-                msg_done <= (not msg_go) and (msg_done or ((h_go and ddp_m_tlast) and ddp_m_tuser_last));
+                msg_done <= (not msg_go) and (msg_done or msg_eng_last_in);
             end if;
         end if;
     end process;
@@ -6371,8 +6427,8 @@ begin
     f_off_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state2 or fpdu_new) = '1' then
-                f_off <= mux(in_state2, eng_rd(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
+            if (ctx_load or fpdu_new) = '1' then
+                f_off <= mux(ctx_load, eng_rd(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
             end if;
         end if;
     end process;
@@ -9350,7 +9406,7 @@ begin
     cur_msn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if in_state2 = '1' then
+            if ctx_load = '1' then
                 cur_msn <= eng_rd(79 downto 48);
             end if;
         end if;
@@ -9384,7 +9440,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, "00001", "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb or wb_rest_ahead, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, mux(turn_quick, "00011", "00001"), "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(hdr_on, mux(wqe_on_chip, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"), mux(wf_now, "10001", mux(wait_read, "00000", "01011"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;
@@ -9692,7 +9748,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(0)) = '1' then
                 pf_data0(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data0_rd <= pf_data0(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9705,7 +9761,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(1)) = '1' then
                 pf_data1(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data1_rd <= pf_data1(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9718,7 +9774,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(2)) = '1' then
                 pf_data2(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data2_rd <= pf_data2(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9731,7 +9787,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(3)) = '1' then
                 pf_data3(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data3_rd <= pf_data3(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9744,7 +9800,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(4)) = '1' then
                 pf_data4(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data4_rd <= pf_data4(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9757,7 +9813,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(5)) = '1' then
                 pf_data5(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data5_rd <= pf_data5(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9770,7 +9826,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(6)) = '1' then
                 pf_data6(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data6_rd <= pf_data6(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -9783,7 +9839,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(7)) = '1' then
                 pf_data7(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
             end if;
-            if in_state1 = '1' then
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;

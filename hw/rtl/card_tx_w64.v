@@ -389,6 +389,13 @@ module card_tx_w64 (
     wire           pub_slot;                 // the completion queue has two slots free
     wire           sched_pop_wb;             // the write-back takes the next QP
     wire           sched_pop;                // the engine takes the next QP
+    reg            sched_head_ok;            // the FIFO held an entry last cycle: its read data is the head's
+    wire           ctx_ahead_rd;             // txDrain's last cycle: the head QP's context is read for txWB
+    reg            ctx_ahead;                // the head QP's context was read last cycle
+    wire           turn_quick;               // txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    wire           ctx_load;                 // the engine's context registers take the QP's context
+    wire           sched_take;               // the popped QP becomes the engine's
+    wire [9:0]     ctx_load_qp;              // the QP whose context is loaded (txWB: the one it may take)
     reg  [1023:0]  queued;                   // the QP is in the scheduler FIFO
     wire [9:0]     qclr_qp;
     wire [1023:0]  qclr_1h;
@@ -1211,7 +1218,11 @@ module card_tx_w64 (
     wire           h_gate;
     wire           h_go;                     // a beat goes from ddp_tx to mpa_tx
     wire           fpdu_new;
-    reg            msg_done;                 // the message's last segment is in mpa_tx
+    wire           msg_last_in;              // a message's last beat enters mpa_tx
+    reg            drain_tail;               // a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)
+    wire           msg_last_hdr_in;          // the first beat of the last FPDU of a message fed from the buffer enters mpa_tx
+    wire           msg_eng_last_in;          // the engine's message is in mpa_tx but for its tail
+    reg            msg_done;                 // the engine's message is in mpa_tx (but for its tail)
     wire [16:0]    w_n5;
     wire [16:0]    w_body;                   // ULPDU_Length, ULPDU and PAD
     wire [8:0]     w_off_lo;
@@ -1772,7 +1783,9 @@ module card_tx_w64 (
     wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
-    wire           drain_go;                 // the message's last segment is in mpa_tx
+    wire           wqe_on_chip;              // the WQE's blocks are on chip by txHdr's end: one block, or two read ahead
+    wire           hdr_on;                   // txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch
+    wire           drain_go;                 // the message's last segment is in mpa_tx (but for its tail)
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
     wire           in_state17;
@@ -1883,6 +1896,10 @@ module card_tx_w64 (
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & pub_slot;
     assign sched_pop = (((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room) | sched_pop_wb;
+    assign turn_quick = (sched_pop_wb & ctx_ahead) & (sched_rd != cur_qp);
+    assign ctx_load = in_state2 | turn_quick;
+    assign sched_take = in_state1 | turn_quick;
+    assign ctx_load_qp = in_state11 ? sched_rd : cur_qp;
     assign qclr_qp = sched_rd;
     assign qclr_1h = {{1023{1'b0}}, 1'b1} << qclr_qp;
     assign qset_qp = sched_push_qp;
@@ -2066,8 +2083,8 @@ module card_tx_w64 (
     assign baddb_set = (db_fire & db_bad) | baddb_eng;
     assign m_baddb_qpn = baddb_qpn;
     assign ld_txs_log = ctx_rd[70:66];
-    assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
-    assign dbw_last_hit = dbw_last_v & (dbw_last_qp == cur_qp);
+    assign db_hit_cur = (((db_fire & db_acts) & (db_qp == ctx_load_qp)) & ~in_state0) & ~in_state1;
+    assign dbw_last_hit = dbw_last_v & (dbw_last_qp == ctx_load_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
     assign cur_live = cur_state == 2'h1;
     assign cur_error = cur_state == 2'h2;
@@ -2532,6 +2549,9 @@ module card_tx_w64 (
     assign h_gate = ~h_first | ((rec_room & ring_fits) & (~pub_fpdu | pub_room));
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
     assign fpdu_new = h_go & h_first;
+    assign msg_last_in = (h_go & ddp_m_tlast) & ddp_m_tuser_last;
+    assign msg_last_hdr_in = (((fpdu_new & ddp_m_tuser_last) & ~ddp_m_tlast) & pay_from_buf) & ~rsp_mode;
+    assign msg_eng_last_in = msg_last_hdr_in | (msg_last_in & ~drain_tail);
     assign w_n5 = {1'h0, ddp_m_tuser_len} + 17'h00005;
     assign w_body = {w_n5[16:2], 2'h0};
     assign w_off_lo = f_off[8:0];
@@ -2778,8 +2798,11 @@ module card_tx_w64 (
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign eng_requeue = ((((in_state11 & more_work) | wqe_cq_hold) | wqe_pf_wait) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
-    assign ddp_desc_early = ((((((in_state5 & ~wf_now) & ~wait_read) & ~wqe_malformed) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & (one_bb | wb_rest_ahead);
-    assign drain_go = msg_done | (((h_go & ddp_m_tlast) & ddp_m_tuser_last) & ~gf_fault);
+    assign wqe_on_chip = one_bb | wb_rest_ahead;
+    assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
+    assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
+    assign drain_go = msg_done | (msg_eng_last_in & ~gf_fault);
+    assign ctx_ahead_rd = ((in_state10 & drain_go) & ~gf_fault) & sched_head_ok;
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -2942,6 +2965,22 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            sched_head_ok <= 1'h0;
+        end else begin
+            sched_head_ok <= ~sched_empty;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ctx_ahead <= 1'h0;
+        end else begin
+            ctx_ahead <= ctx_ahead_rd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             sched_head <= 11'h000;
         end else if (sched_pop) begin
             sched_head <= sched_head + 11'h001;
@@ -2960,7 +2999,7 @@ module card_tx_w64 (
         if (rst) begin
             queued <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            queued <= (queued & ~(qclr_1h & {1024{in_state1}})) | (qset_1h & {1024{sched_push}});
+            queued <= (queued & ~(qclr_1h & {1024{sched_take}})) | (qset_1h & {1024{sched_push}});
         end
     end
 
@@ -2997,7 +3036,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state1) begin
+        if (sched_take) begin
             cur_qp <= sched_rd;
         end
     end
@@ -3371,31 +3410,31 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_pd <= ctx_rd[31:0];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_sq_base <= ctx_rd[185:128];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_sq_log <= ctx_rd[127:123];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_txs_base <= ctx_rd[122:71];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_txs_mask <= {
                 5'h17 < ld_txs_log,
                 5'h16 < ld_txs_log,
@@ -3426,43 +3465,43 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_mulpdu <= ctx_rd[65:50];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_markers <= ctx_rd[49];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_crc <= ctx_rd[48];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_rev0 <= ctx_rd[47];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_cq <= ctx_rd[46:37];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_ord <= ctx_rd[36:32];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_sq_ci <= eng_rd[15:0];
         end
     end
@@ -3500,92 +3539,92 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2 | db_hit_cur) begin
+        if (ctx_load | db_hit_cur) begin
             cur_sq_pi <= db_hit_cur ? db_new_pi : (dbw_last_hit ? dbw_last_pi : dbs_e_rd[15:0]);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | db_hit_cur) begin
+        if (ctx_load | db_hit_cur) begin
             cur_txs_ci <= db_hit_cur ? db_new_ci : (dbw_last_hit ? dbw_last_ci : dbs_e_rd[47:16]);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | db_hit_cur) begin
+        if (ctx_load | db_hit_cur) begin
             cur_rdone <= rdone_now;
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | db_hit_cur) begin
+        if (ctx_load | db_hit_cur) begin
             cur_rreq <= db_hit_cur ? db_new_rr : (dbw_last_hit ? dbw_last_rr : dbs_e_rd[57:53]);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | db_hit_cur) begin
+        if (ctx_load | db_hit_cur) begin
             cur_end <= db_hit_cur ? db_new_end : (dbw_last_hit ? dbw_last_end : dbs_e_rd[58]);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_rreq_used <= eng_rd[142:138];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_walk <= eng_rd[143];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_rmsn <= eng_rd[111:80];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_sq_next <= eng_rd[127:112];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_orq <= eng_rd[132:128];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_state <= qp_state_e_rd;
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_closed <= qp_closed_rd[0];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | in_state3) begin
-            cur_end_seen <= in_state2 ? eng_rd[149] : (cur_end_seen | cur_end);
+        if (ctx_load | in_state3) begin
+            cur_end_seen <= ctx_load ? eng_rd[149] : (cur_end_seen | cur_end);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | in_state3) begin
-            cur_end_flush <= in_state2 ? eng_rd[148:144] : end_flush_now;
+        if (ctx_load | in_state3) begin
+            cur_end_flush <= ctx_load ? eng_rd[148:144] : end_flush_now;
         end
     end
 
@@ -3598,13 +3637,13 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_term <= term_rd;
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_blame_cause <= term_blame_cause_rd;
         end
     end
@@ -3666,8 +3705,8 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2 | (wqe_go & push_hit)) begin
-            push_blk <= in_state2 ? pf_use_data : {
+        if (ctx_load | (wqe_go & push_hit)) begin
+            push_blk <= ctx_load ? pf_use_data : {
                 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
                 push3_hit ? push3_data : (push2_hit ? push2_data : (push1_hit ? push1_data : push0_data))
             };
@@ -3805,7 +3844,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             wb_beat <= 7'h00;
-        end else if ((in_state2 | fetch_go) | wb_valid) begin
+        end else if ((ctx_load | fetch_go) | wb_valid) begin
             wb_beat <= wb_valid ? (wb_beat + 7'h01) : 7'h00;
         end
     end
@@ -4212,7 +4251,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             pf_cur_key <= pf_tag_rd;
         end
     end
@@ -5050,7 +5089,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             pf_hit <= 1'h0;
-        end else if (in_state2) begin
+        end else if (ctx_load) begin
             pf_hit <= pf_pop_valid & pf_pop_inside;
         end
     end
@@ -5058,7 +5097,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             pf_hit_two <= 1'h0;
-        end else if (in_state2) begin
+        end else if (ctx_load) begin
             pf_hit_two <= pf_pop_valid & pf_pop_inside_two;
         end
     end
@@ -5066,7 +5105,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             pf_inside <= 1'h0;
-        end else if (in_state2) begin
+        end else if (ctx_load) begin
             pf_inside <= pf_pop_inside;
         end
     end
@@ -5082,7 +5121,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             pf_pend <= 1'h0;
-        end else if (in_state2) begin
+        end else if (ctx_load) begin
             pf_pend <= pf_pop_pending & pf_pop_inside;
         end
     end
@@ -5137,15 +5176,23 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            msg_done <= 1'h0;
+            drain_tail <= 1'h0;
         end else begin
-            msg_done <= ~msg_go & (msg_done | ((h_go & ddp_m_tlast) & ddp_m_tuser_last));
+            drain_tail <= msg_last_hdr_in | (drain_tail & ~msg_last_in);
         end
     end
 
     always @(posedge clk) begin
-        if (in_state2 | fpdu_new) begin
-            f_off <= in_state2 ? eng_rd[47:16] : (f_off + {15'h0000, w_len_sel});
+        if (rst) begin
+            msg_done <= 1'h0;
+        end else begin
+            msg_done <= ~msg_go & (msg_done | msg_eng_last_in);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (ctx_load | fpdu_new) begin
+            f_off <= ctx_load ? eng_rd[47:16] : (f_off + {15'h0000, w_len_sel});
         end
     end
 
@@ -6920,7 +6967,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (in_state2) begin
+        if (ctx_load) begin
             cur_msn <= eng_rd[79:48];
         end
     end
@@ -6945,7 +6992,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? 5'h01 : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06))))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? (turn_quick ? 5'h03 : 5'h01) : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (hdr_on ? (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : (wb_rest_ahead ? 5'h07 : 5'h06)) : (wf_now ? 5'h11 : (wait_read ? 5'h00 : 5'h0b))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 
@@ -7143,7 +7190,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[0]) begin
             pf_data0[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data0_rd <= pf_data0[pf_pop_slot];
         end
     end
@@ -7153,7 +7200,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[1]) begin
             pf_data1[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data1_rd <= pf_data1[pf_pop_slot];
         end
     end
@@ -7163,7 +7210,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[2]) begin
             pf_data2[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data2_rd <= pf_data2[pf_pop_slot];
         end
     end
@@ -7173,7 +7220,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[3]) begin
             pf_data3[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data3_rd <= pf_data3[pf_pop_slot];
         end
     end
@@ -7183,7 +7230,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[4]) begin
             pf_data4[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data4_rd <= pf_data4[pf_pop_slot];
         end
     end
@@ -7193,7 +7240,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[5]) begin
             pf_data5[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data5_rd <= pf_data5[pf_pop_slot];
         end
     end
@@ -7203,7 +7250,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[6]) begin
             pf_data6[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data6_rd <= pf_data6[pf_pop_slot];
         end
     end
@@ -7213,7 +7260,7 @@ module card_tx_w64 (
         if (pf_land_blk_done & pf_land_slot_1h[7]) begin
             pf_data7[pf_flight_rd] <= pf_land_blk_data;
         end
-        if (in_state1) begin
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data7_rd <= pf_data7[pf_pop_slot];
         end
     end

@@ -71,15 +71,18 @@ func TestCardWQEReadAhead(t *testing.T) {
 
 // TestCardTurnLength guards the engine's turn: 64 QPs rung with bursts
 // of 64-byte inline Sends (two blocks, read ahead together), cycles from
-// each round's first doorbell to its last CQE. At 512 bits a turn is 11
-// cycles (the read-ahead block taken in txDecide, txFirst, txRest and
-// txFlush skipped, the descriptor offered in txHdr, the write-back the
-// cycle the last beat enters mpa_tx: hw/README.md, "Shorter turns"); at
-// 64 bits the WQE's and payload's beats dominate. The bounds are a cycle
-// above what the RTL does (deterministic: the same seed, the same
-// cycles), under the 16.4 / 38.5 of longer turns.
+// each round's first doorbell to its last CQE. At 512 bits a turn is 8
+// cycles: txDecide (the read-ahead block's first beat taken), txHdr (the
+// descriptor offered), txFeed 3, txDrain 2 (until the last FPDU's first
+// beat enters mpa_tx) and txWB, which takes the next QP's context, read
+// the cycle before, and goes to txDecide (hw/README.md, "Shorter
+// turns", "The quick turn"); at 64 bits the WQE's and payload's beats
+// dominate. The bounds are a cycle above what the RTL does
+// (deterministic: the same seed, the same cycles; the round's first
+// WQE read and last completion are in it), under the 11.4 / 34.6 of
+// the turns with txPop, txCtx and a drain to the last beat.
 func TestCardTurnLength(t *testing.T) {
-	bound := map[int]float64{64: 35.6, 512: 12.4}
+	bound := map[int]float64{64: 31.7, 512: 9.4}
 	for _, w := range gen.CardTopWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			r := runWQERate(t, w, wqeRateCases[0], 3*uint64(bound[w])*64*16, func() {})
