@@ -729,6 +729,31 @@ func CardTx(width int) (*Module, error) {
 	for i := 1; i < len(slots); i++ {
 		hitData = Sel(hits[i], slots[i].data, hitData)
 	}
+	// A block pushed before the QP's context is loaded goes into push_blk
+	// with it, as a read-ahead block does, so that txDecide can take its
+	// first beat (push_ld; it is used only if its slot still holds it
+	// then). push_blk then does not hold the read-ahead blocks: a WQE whose
+	// push went meanwhile is read by DMA.
+	var ldHits []Expr
+	ctxNextLd := m.WireOf("ctx_next_ld", Bits(engRd, 127, 112), "the loading QP's next block to start")
+	for i, s := range slots {
+		ldHits = append(ldHits, m.WireOf(fmt.Sprintf("push%d_ld_hit", i), And(s.v, Eq(s.qp, ldQP), Eq(s.idx, ctxNextLd)), ""))
+	}
+	ldHitAny := m.WireOf("push_ld_hit", RedOr(Cat(ldHits...)), "")
+	var ldHitData, ldSlot Expr = slots[0].data, C(pushRR.W, 0)
+	for i := 1; i < len(slots); i++ {
+		ldHitData = Sel(ldHits[i], slots[i].data, ldHitData)
+		ldSlot = Sel(ldHits[i], C(pushRR.W, uint64(i)), ldSlot)
+	}
+	pushLd := m.Reg("push_ld", 1, big.NewInt(0), ldHitAny, ctxLoad, "push_blk holds the QP's pushed next block, loaded with its context")
+	pushLdSlot := m.Reg("push_ld_slot", pushRR.W, nil, ldSlot, ctxLoad, "... from this slot")
+	hitsLSB := make([]Expr, len(hits)) // slot i in bit i
+	for i, h := range hits {
+		hitsLSB[len(hits)-1-i] = h
+	}
+	pushEarly := m.WireOf("push_early", And(pushLd, BitAt(m.WireOf("push_hits", Cat(hitsLSB...), ""), pushLdSlot)), "that slot still holds the WQE's first block")
+	pfHitB := m.WireOf("pf_use_hit_blk", And(pfHit, Not(pushLd)), "the read-ahead first block is in push_blk")
+	pfTwoB := m.WireOf("pf_use_two_blk", And(pfTwo, Not(pushLd)), "... and the block after it")
 	// Read Requests are answered ahead of the QP's next WQE (the card
 	// model's txStep); a QP in error drops them, giving IRD back.
 	// A QP put in error by a Terminate record sends its Terminate first
@@ -797,12 +822,12 @@ func CardTx(width int) (*Module, error) {
 	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
 	wk := m.Reg("walk_mode", 1, big.NewInt(0), doWalk, goAny, "the block fetched is a WQE at SQ_CI that may be done")
 	retFl := m.WireOf("ret_or_flush", Or(ret, fl, wk), "the WQE at SQ_CI is fetched to complete it: a completion record follows")
-	usePush := m.WireOf("use_push", And(goWQE, Or(hitAny, pfHit)), "the first block is a pushed or read-ahead one")
+	usePush := m.WireOf("use_push", And(goWQE, Or(hitAny, pfHitB)), "the first block is a pushed or read-ahead one")
 	// A read-ahead entry's block is taken in txCtx (its verdict, pfHit,
 	// holds from then on); a pushed block replaces it when the WQE starts.
-	pblk := m.Reg("push_blk", 1024, nil, Sel(ctxLoad, pfData, zext(hitData, 1024)), Or(ctxLoad, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
+	pblk := m.Reg("push_blk", 1024, nil, Sel(ctxLoad, Sel(ldHitAny, zext(ldHitData, 1024), pfData), zext(hitData, 1024)), Or(ctxLoad, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
 	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push or a read ahead")
-	src2 := m.Reg("src_push_two", 1, big.NewInt(0), And(usePush, Not(hitAny), pfTwo), goAny, "... and the second one was read ahead too")
+	src2 := m.Reg("src_push_two", 1, big.NewInt(0), And(usePush, Not(hitAny), pfTwoB), goAny, "... and the second one was read ahead too")
 	for i, s := range slots {
 		w := m.WireOf(fmt.Sprintf("push%d_w", i), And(pushNew, Eq(pushRR, C(pushRR.W, uint64(i)))), "")
 		clr := Or(And(usePush, hits[i]), And(create, Eq(s.qp, qpNum)))
@@ -852,11 +877,12 @@ func CardTx(width int) (*Module, error) {
 	// there (txHdr goes straight to txRest; at 512 bits txHdr writes it
 	// into the buffer itself, below).
 	rest2 := m.Wire("wb_rest_ahead", 1, "the WQE's second and last block was read ahead")
-	// A WQE whose first block was read ahead (held in push_blk since
-	// txCtx) takes its first beat in txDecide as it starts: at 512 bits
-	// the whole block, so txDecide goes straight to txHdr. (A pushed
-	// block reaches push_blk only as the WQE starts.)
-	early := m.WireOf("wb_early", And(goWQE, pfHit, Not(hitAny)), "txDecide takes the read-ahead first block's first beat")
+	// A WQE whose first block was read ahead or pushed (held in push_blk
+	// since its context was loaded) takes its first beat in txDecide as it
+	// starts: at 512 bits the whole block, so txDecide goes straight to
+	// txHdr. (A block pushed later reaches push_blk only as the WQE
+	// starts, and takes txFirst.)
+	early := m.WireOf("wb_early", And(goWQE, Or(And(pfHitB, Not(hitAny)), pushEarly)), "txDecide takes the read-ahead or pushed first block's first beat")
 	fromPush := m.WireOf("wb_from_push", Or(And(sFirst, src), And(sRest, rest2), early), "")
 	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, And(sRest, Not(rest2))), "")
 	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
@@ -913,7 +939,7 @@ func CardTx(width int) (*Module, error) {
 		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
 		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Sel(doTerm, termHdr, Bits(bData, 255, 0))), Or(sRspLd, doTerm, And(bValid, Eq(wj, C(NBW, 0)))))
 		firstBeat := m.WireOf("wb_first_beat", Or(sFirst, sDecide), "txFirst, or txDecide taking a read-ahead block")
-		two := m.WireOf("wb_first_two", And(Sel(sDecide, pfTwo, src2), Eq(Bits(bData, 19, 16), C(4, 2))), "the first block's beat: the WQE is two blocks and the second was read ahead")
+		two := m.WireOf("wb_first_two", And(Sel(sDecide, pfTwoB, src2), Eq(Bits(bData, 19, 16), C(4, 2))), "the first block's beat: the WQE is two blocks and the second was read ahead")
 		firstW := m.WireOf("buf_wr_first", And(bValid, firstBeat), "word 0 from the first block")
 		hdrW := m.WireOf("buf_wr_hdr", And(sHdr, rest2), "word 1 from the read-ahead second block")
 		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush, firstW, hdrW)

@@ -671,6 +671,18 @@ module card_tx_w64 (
     wire           pf_use_hit;               // the WQE's first block was read ahead (card_tx_prefetch.go)
     wire           pf_use_two;               // ... and the block after it
     wire [1023:0]  pf_use_data;              // in txCtx: the popped QP's read-ahead entry's blocks
+    wire [15:0]    ctx_next_ld;              // the loading QP's next block to start
+    wire           push0_ld_hit;
+    wire           push1_ld_hit;
+    wire           push2_ld_hit;
+    wire           push3_ld_hit;
+    wire           push_ld_hit;
+    reg            push_ld;                  // push_blk holds the QP's pushed next block, loaded with its context
+    reg  [1:0]     push_ld_slot;             // ... from this slot
+    wire [3:0]     push_hits;
+    wire           push_early;               // that slot still holds the WQE's first block
+    wire           pf_use_hit_blk;           // the read-ahead first block is in push_blk
+    wire           pf_use_two_blk;           // ... and the block after it
     wire           term_silent_wait;         // the QP's record is silent and the event slot is taken: its DMA_FAULT waits
     wire           term_go;                  // send the QP's Terminate (a silent record: raise DMA_FAULT)
     wire           rsp_ready;                // the QP's oldest Read Request can be answered (dropped)
@@ -749,7 +761,7 @@ module card_tx_w64 (
     wire [7:0]     rd_ttag;
     wire           rd_berr;                  // a response beat of the request up to this one had an error (a payload read's fault)
     wire           wb_rest_ahead;            // the WQE's second and last block was read ahead
-    wire           wb_early;                 // txDecide takes the read-ahead first block's first beat
+    wire           wb_early;                 // txDecide takes the read-ahead or pushed first block's first beat
     wire           wb_from_push;
     wire           wb_from_dma;
     wire           wb_valid;                 // a WQE beat is taken
@@ -2120,6 +2132,16 @@ module card_tx_w64 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
+    assign ctx_next_ld = eng_rd[127:112];
+    assign push0_ld_hit = (push0_v & (push0_qp == ctx_load_qp)) & (push0_idx == ctx_next_ld);
+    assign push1_ld_hit = (push1_v & (push1_qp == ctx_load_qp)) & (push1_idx == ctx_next_ld);
+    assign push2_ld_hit = (push2_v & (push2_qp == ctx_load_qp)) & (push2_idx == ctx_next_ld);
+    assign push3_ld_hit = (push3_v & (push3_qp == ctx_load_qp)) & (push3_idx == ctx_next_ld);
+    assign push_ld_hit = |{push0_ld_hit, push1_ld_hit, push2_ld_hit, push3_ld_hit};
+    assign push_hits = {push3_hit, push2_hit, push1_hit, push0_hit};
+    assign push_early = push_ld & push_hits[push_ld_slot];
+    assign pf_use_hit_blk = pf_use_hit & ~push_ld;
+    assign pf_use_two_blk = pf_use_two & ~push_ld;
     assign term_go = ((in_state3 & cur_error) & term_pend_cur) & ~term_silent_wait;
     assign rsp_ready = ((in_state3 & rreq_pending) & ~term_go) & ((cur_error | cur_closed) | ((((cur_live & ~rx_lost_cur) & ~ret_go) & ~walk_go) & ring_room_ok));
     assign rsp_go = rsp_ready & ((cur_error | cur_closed) | ~term_ev_v);
@@ -2211,7 +2233,7 @@ module card_tx_w64 (
     };
     assign term_len = (16'h0004 + (term_md ? ((term_tagged ? 16'h000e : 16'h0012) + 16'h0002) : 16'h0000)) + (term_r_bytes ? 16'h001c : 16'h0000);
     assign ret_or_flush = (ret_mode | flush_mode) | walk_mode;
-    assign use_push = wqe_go & (push_hit | pf_use_hit);
+    assign use_push = wqe_go & (push_hit | pf_use_hit_blk);
     assign push0_w = push_new & (push_rr == 2'h0);
     assign push1_w = push_new & (push_rr == 2'h1);
     assign push2_w = push_new & (push_rr == 2'h2);
@@ -2241,7 +2263,7 @@ module card_tx_w64 (
     assign rd_go = rd_wqe_valid & rd_req_ready;
     assign rd_wqe_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
     assign rd_wqe_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
-    assign wb_early = (wqe_go & pf_use_hit) & ~push_hit;
+    assign wb_early = wqe_go & ((pf_use_hit_blk & ~push_hit) | push_early);
     assign wb_from_push = ((in_state4 & src_push) | (in_state7 & wb_rest_ahead)) | wb_early;
     assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | (in_state7 & ~wb_rest_ahead);
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
@@ -3630,6 +3652,20 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            push_ld <= 1'h0;
+        end else if (ctx_load) begin
+            push_ld <= push_ld_hit;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (ctx_load) begin
+            push_ld_slot <= push3_ld_hit ? 2'h3 : (push2_ld_hit ? 2'h2 : (push1_ld_hit ? 2'h1 : 2'h0));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             term_mode <= 1'h0;
         end else if (fetch_go) begin
             term_mode <= term_go;
@@ -3706,7 +3742,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load | (wqe_go & push_hit)) begin
-            push_blk <= ctx_load ? pf_use_data : {
+            push_blk <= ctx_load ? (push_ld_hit ? {
+                512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+                push3_ld_hit ? push3_data : (push2_ld_hit ? push2_data : (push1_ld_hit ? push1_data : push0_data))
+            } : pf_use_data) : {
                 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
                 push3_hit ? push3_data : (push2_hit ? push2_data : (push1_hit ? push1_data : push0_data))
             };
@@ -3725,7 +3764,7 @@ module card_tx_w64 (
         if (rst) begin
             src_push_two <= 1'h0;
         end else if (fetch_go) begin
-            src_push_two <= (use_push & ~push_hit) & pf_use_two;
+            src_push_two <= (use_push & ~push_hit) & pf_use_two_blk;
         end
     end
 

@@ -702,6 +702,18 @@ architecture rtl of card_tx_w64 is
     signal pf_use_hit : std_logic;           -- the WQE's first block was read ahead (card_tx_prefetch.go)
     signal pf_use_two : std_logic;           -- ... and the block after it
     signal pf_use_data : std_logic_vector(1023 downto 0); -- in txCtx: the popped QP's read-ahead entry's blocks
+    signal ctx_next_ld : std_logic_vector(15 downto 0); -- the loading QP's next block to start
+    signal push0_ld_hit : std_logic;
+    signal push1_ld_hit : std_logic;
+    signal push2_ld_hit : std_logic;
+    signal push3_ld_hit : std_logic;
+    signal push_ld_hit : std_logic;
+    signal push_ld : std_logic := '0';       -- push_blk holds the QP's pushed next block, loaded with its context
+    signal push_ld_slot : std_logic_vector(1 downto 0); -- ... from this slot
+    signal push_hits : std_logic_vector(3 downto 0);
+    signal push_early : std_logic;           -- that slot still holds the WQE's first block
+    signal pf_use_hit_blk : std_logic;       -- the read-ahead first block is in push_blk
+    signal pf_use_two_blk : std_logic;       -- ... and the block after it
     signal term_silent_wait : std_logic;     -- the QP's record is silent and the event slot is taken: its DMA_FAULT waits
     signal term_go : std_logic;              -- send the QP's Terminate (a silent record: raise DMA_FAULT)
     signal rsp_ready : std_logic;            -- the QP's oldest Read Request can be answered (dropped)
@@ -780,7 +792,7 @@ architecture rtl of card_tx_w64 is
     signal rd_ttag : std_logic_vector(7 downto 0);
     signal rd_berr : std_logic;              -- a response beat of the request up to this one had an error (a payload read's fault)
     signal wb_rest_ahead : std_logic;        -- the WQE's second and last block was read ahead
-    signal wb_early : std_logic;             -- txDecide takes the read-ahead first block's first beat
+    signal wb_early : std_logic;             -- txDecide takes the read-ahead or pushed first block's first beat
     signal wb_from_push : std_logic;
     signal wb_from_dma : std_logic;
     signal wb_valid : std_logic;             -- a WQE beat is taken
@@ -2181,6 +2193,16 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
+    ctx_next_ld <= eng_rd(127 downto 112);
+    push0_ld_hit <= (push0_v and b2l(push0_qp = ctx_load_qp)) and b2l(push0_idx = ctx_next_ld);
+    push1_ld_hit <= (push1_v and b2l(push1_qp = ctx_load_qp)) and b2l(push1_idx = ctx_next_ld);
+    push2_ld_hit <= (push2_v and b2l(push2_qp = ctx_load_qp)) and b2l(push2_idx = ctx_next_ld);
+    push3_ld_hit <= (push3_v and b2l(push3_qp = ctx_load_qp)) and b2l(push3_idx = ctx_next_ld);
+    push_ld_hit <= or std_logic_vector'(push0_ld_hit & push1_ld_hit & push2_ld_hit & push3_ld_hit);
+    push_hits <= std_logic_vector'(push3_hit & push2_hit & push1_hit & push0_hit);
+    push_early <= push_ld and push_hits(to_integer(unsigned(push_ld_slot)));
+    pf_use_hit_blk <= pf_use_hit and (not push_ld);
+    pf_use_two_blk <= pf_use_two and (not push_ld);
     term_go <= ((in_state3 and cur_error) and term_pend_cur) and (not term_silent_wait);
     rsp_ready <= ((in_state3 and rreq_pending) and (not term_go)) and ((cur_error or cur_closed) or ((((cur_live and (not rx_lost_cur)) and (not ret_go)) and (not walk_go)) and ring_room_ok));
     rsp_go <= rsp_ready and ((cur_error or cur_closed) or (not term_ev_v));
@@ -2272,7 +2294,7 @@ begin
     );
     term_len <= std_logic_vector(unsigned(std_logic_vector(unsigned'(x"0004") + unsigned(mux(term_md, std_logic_vector(unsigned(mux(term_tagged, x"000e", x"0012")) + unsigned'(x"0002")), x"0000")))) + unsigned(mux(term_r_bytes, x"001c", x"0000")));
     ret_or_flush <= (ret_mode or flush_mode) or walk_mode;
-    use_push <= wqe_go and (push_hit or pf_use_hit);
+    use_push <= wqe_go and (push_hit or pf_use_hit_blk);
     push0_w <= push_new and b2l(push_rr = "00");
     push1_w <= push_new and b2l(push_rr = "01");
     push2_w <= push_new and b2l(push_rr = "10");
@@ -2302,7 +2324,7 @@ begin
     rd_go <= rd_wqe_valid and rd_req_ready;
     rd_wqe_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
     rd_wqe_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
-    wb_early <= (wqe_go and pf_use_hit) and (not push_hit);
+    wb_early <= wqe_go and ((pf_use_hit_blk and (not push_hit)) or push_early);
     wb_from_push <= ((in_state4 and src_push) or (in_state7 and wb_rest_ahead)) or wb_early;
     wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or (in_state7 and (not wb_rest_ahead));
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
@@ -4041,6 +4063,26 @@ begin
         end if;
     end process;
 
+    push_ld_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                push_ld <= '0';
+            elsif ctx_load = '1' then
+                push_ld <= push_ld_hit;
+            end if;
+        end if;
+    end process;
+
+    push_ld_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ctx_load = '1' then
+                push_ld_slot <= mux(push3_ld_hit, "11", mux(push2_ld_hit, "10", mux(push1_ld_hit, "01", "00")));
+            end if;
+        end if;
+    end process;
+
     term_mode_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -4151,7 +4193,10 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or (wqe_go and push_hit)) = '1' then
-                push_blk <= mux(ctx_load, pf_use_data, std_logic_vector'(
+                push_blk <= mux(ctx_load, mux(push_ld_hit, std_logic_vector'(
+                    x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+                    mux(push3_ld_hit, push3_data, mux(push2_ld_hit, push2_data, mux(push1_ld_hit, push1_data, push0_data)))
+                ), pf_use_data), std_logic_vector'(
                     x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
                     mux(push3_hit, push3_data, mux(push2_hit, push2_data, mux(push1_hit, push1_data, push0_data)))
                 ));
@@ -4176,7 +4221,7 @@ begin
             if rst = '1' then
                 src_push_two <= '0';
             elsif fetch_go = '1' then
-                src_push_two <= (use_push and (not push_hit)) and pf_use_two;
+                src_push_two <= (use_push and (not push_hit)) and pf_use_two_blk;
             end if;
         end if;
     end process;

@@ -664,15 +664,16 @@ func TestCardRxCosim(t *testing.T) {
 }
 
 // BenchmarkCardRxThroughput measures the receive engine (with placement
-// and place_axi) on one QP receiving 64 KiB RDMA Writes in MULPDU-sized
-// FPDUs (EMSS 1460 and 8960), markers and CRC on, every ring read answered
+// and place_axi) on one QP receiving 4 KiB (EMSS 1460) and 64 KiB RDMA
+// Writes in MULPDU-sized FPDUs (EMSS 1460 and 8960), markers and CRC on, every ring read answered
 // 250 cycles after its address, every channel ready, the ring kept up to
 // 1 MiB ahead of RXS_CI: ULPDU beats per cycle into placement and ring
 // (wire) beats per cycle, from the first ULPDU beat on.
 func BenchmarkCardRxThroughput(b *testing.B) {
 	for _, w := range gen.CardRxWidths {
-		for _, emss := range []int{1460, 8960} {
-			b.Run(fmt.Sprintf("w%d/emss%d", w, emss), func(b *testing.B) {
+		for _, c := range []struct{ emss, size int }{{1460, 4 << 10}, {1460, 64 << 10}, {8960, 64 << 10}} {
+			emss, size := c.emss, c.size
+			b.Run(fmt.Sprintf("w%d/emss%d/%dKiB", w, emss, size>>10), func(b *testing.B) {
 				cycles := uint64(200_000)
 				c := newRxCosim(b, w, 1, 1, func(q *rxQP) { q.markers, q.crc, q.rxsLog, q.regionSize = true, true, 24, 1<<16 })
 				c.fixed, c.record = true, false
@@ -680,7 +681,7 @@ func BenchmarkCardRxThroughput(b *testing.B) {
 				mul := mpa.MULPDU(emss, true)
 				seg := mul - 14
 				for len(q.stream) < int(cycles)*w/8*2 {
-					rdmaWrite(c.rng, q, 64<<10, seg)
+					rdmaWrite(c.rng, q, size, seg)
 				}
 				b.ResetTimer()
 				var start, beats uint64
