@@ -442,10 +442,10 @@ func CardTx(width int) (*Module, error) {
 	pop := m.WireOf("sched_pop", Or(And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), wbPop), "the engine takes the next QP")
 	// The quick turn: the FIFO's read data is its head's once the head
 	// has stood a cycle, so the context memories (read at the head every
-	// cycle) hold the next QP's context the cycle after the message's last
-	// beat enters mpa_tx (txDrain's last cycle). txWB then takes it as
-	// txCtx would and goes to txDecide: no txPop, no txCtx. Not for the
-	// QP the engine holds (its context is being written back).
+	// cycle) hold the next QP's context the cycle after txDrain's last
+	// (drain_go). txWB then takes it as txCtx would and goes to txDecide:
+	// no txPop, no txCtx. Not for the QP the engine holds (its context is
+	// being written back).
 	headOK := m.Reg("sched_head_ok", 1, big.NewInt(0), Not(fEmpty), nil, "the FIFO held an entry last cycle: its read data is the head's")
 	aheadRd := m.Wire("ctx_ahead_rd", 1, "txDrain's last cycle: the head QP's context is read for txWB")
 	ahead := m.Reg("ctx_ahead", 1, big.NewInt(0), aheadRd, nil, "the head QP's context was read last cycle")
@@ -621,7 +621,8 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cOrd, nil, ldOrd, ctxLoad)
 	m.Drive(cSQCI, nil, Bits(engRd, 15, 0), ctxLoad)
 	// Doorbells to cur_qp while the engine holds it; the one in the read
-	// cycle (txPop) is remembered for txCtx.
+	// cycle (txPop, or txDrain's last before a quick txWB) is remembered
+	// for the load (txCtx, or that txWB, which compares the QP it takes).
 	dbHit := m.WireOf("db_hit_cur", And(dbFire, acts, Eq(dQP, ldQP), Not(sIdle), Not(sPop)), "")
 	lastW := m.Reg("dbw_last_v", 1, big.NewInt(0), And(dbFire, acts), nil, "")
 	lastQP := m.Reg("dbw_last_qp", QB, nil, dQP, nil, "")
@@ -823,8 +824,10 @@ func CardTx(width int) (*Module, error) {
 	wk := m.Reg("walk_mode", 1, big.NewInt(0), doWalk, goAny, "the block fetched is a WQE at SQ_CI that may be done")
 	retFl := m.WireOf("ret_or_flush", Or(ret, fl, wk), "the WQE at SQ_CI is fetched to complete it: a completion record follows")
 	usePush := m.WireOf("use_push", And(goWQE, Or(hitAny, pfHitB)), "the first block is a pushed or read-ahead one")
-	// A read-ahead entry's block is taken in txCtx (its verdict, pfHit,
-	// holds from then on); a pushed block replaces it when the WQE starts.
+	// A read-ahead entry's blocks (or a block pushed already) are taken
+	// with the context (txCtx or a quick txWB; the verdicts, pfHit and
+	// push_ld, hold from then on); a block pushed later replaces them
+	// when the WQE starts.
 	pblk := m.Reg("push_blk", 1024, nil, Sel(ctxLoad, Sel(ldHitAny, zext(ldHitData, 1024), pfData), zext(hitData, 1024)), Or(ctxLoad, And(goWQE, hitAny)), "the pushed block, or the read-ahead ones, being taken")
 	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push or a read ahead")
 	src2 := m.Reg("src_push_two", 1, big.NewInt(0), And(usePush, Not(hitAny), pfTwoB), goAny, "... and the second one was read ahead too")

@@ -49,8 +49,8 @@ type txPrefetchIn struct {
 	sqBase   *Signal // the QP's SQ base, bits 63:6
 	sqMask   Expr    // its size - 1, in blocks (16 bits)
 	popped   *Signal // the QP the engine pops now (its entry is read with its context)
-	popRead  Expr    // the engine reads the popped QP's context this cycle (txPop)
-	ctx      *Signal // the engine reads the popped QP's context (txCtx): the entry's verdict is taken
+	popRead  Expr    // the engine reads the popped QP's context this cycle (txPop, or txDrain before a quick txWB)
+	ctx      *Signal // the engine loads the popped QP's context (txCtx, or a quick txWB): the entry's verdict is taken
 	ctxNext  Expr    // ... and the block its next WQE starts at
 	consume  Expr    // the engine starts a WQE of its QP: the QP's entry is used or stale
 	create   Expr    // a CREATE: the created QP's entry is dropped
@@ -225,7 +225,8 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	blkHot := oneHot(m, "pf_land_slot", blkIdx, NB)
 	var slotRd []Expr
 	for k := 0; k < NB; k++ {
-		// Read only with the context (txPop; the data is taken in txCtx):
+		// Read only with the context (txPop or txDrain; the data is taken
+		// with the load, txCtx or a quick txWB):
 		// 4,096 bits copied every cycle cost the co-simulation a fifth.
 		slotRd = append(slotRd, m.Mem(fmt.Sprintf("pf_data%d", k), 512, E, And(blkDoneW, Bit(blkHot, k)), landSlot, blkW, in.popRead, popSlot,
 			fmt.Sprintf("per entry: its block %d read ahead", k)))
@@ -234,10 +235,11 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	loadHot := m.WireOf("pf_load_1h", Or(And(curHot, Rep(load, E)), And(dbHot, Rep(dbLoad, E))), "")
 	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
 	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
-	// The verdict at txCtx, keyed by the QP and the SQ index its next WQE
-	// starts at: inside the entry, which held its blocks when the QP was
-	// popped (an entry holding them has no read in flight, so its data
-	// read then is theirs). It holds until the next txCtx.
+	// The verdict at the load (txCtx, or a quick txWB), keyed by the QP
+	// and the SQ index its next WQE starts at: inside the entry, which
+	// held its blocks in the read cycle before (an entry holding them has
+	// no read in flight, so its data read then is theirs). It holds until
+	// the next load.
 	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), BitAt(v, popSlot), nil, "the popped QP's entry held blocks")
 	popOff := m.WireOf("pf_pop_off", Sub(in.ctxNext, tagIdx), "the popped QP's next WQE's first block in its entry")
 	in1 := m.WireOf("pf_pop_inside", inside(in.ctxNext, tagIdx, tagCnt), "... is inside it")
