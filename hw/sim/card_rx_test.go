@@ -665,14 +665,15 @@ func TestCardRxCosim(t *testing.T) {
 
 // BenchmarkCardRxThroughput measures the receive engine (with placement
 // and place_axi) on one QP receiving 4 KiB (EMSS 1460) and 64 KiB RDMA
-// Writes in MULPDU-sized FPDUs (EMSS 1460 and 8960), markers and CRC on, every ring read answered
-// 250 cycles after its address, every channel ready, the ring kept up to
-// 1 MiB ahead of RXS_CI: ULPDU beats per cycle into placement and ring
-// (wire) beats per cycle, from the first ULPDU beat on.
+// Writes in MULPDU-sized FPDUs (EMSS 1460 and 8960), markers and CRC on,
+// every ring read answered 250 cycles after its address, every channel
+// ready, the ring kept up to 1 MiB ahead of RXS_CI: ULPDU beats per
+// cycle into placement and ring (wire) beats per cycle, from the first
+// ULPDU beat on.
 func BenchmarkCardRxThroughput(b *testing.B) {
 	for _, w := range gen.CardRxWidths {
-		for _, c := range []struct{ emss, size int }{{1460, 4 << 10}, {1460, 64 << 10}, {8960, 64 << 10}} {
-			emss, size := c.emss, c.size
+		for _, tc := range []struct{ emss, size int }{{1460, 4 << 10}, {1460, 64 << 10}, {8960, 64 << 10}} {
+			emss, size := tc.emss, tc.size
 			b.Run(fmt.Sprintf("w%d/emss%d/%dKiB", w, emss, size>>10), func(b *testing.B) {
 				cycles := uint64(200_000)
 				c := newRxCosim(b, w, 1, 1, func(q *rxQP) { q.markers, q.crc, q.rxsLog, q.regionSize = true, true, 24, 1<<16 })
@@ -718,9 +719,10 @@ func BenchmarkCardRxThroughput(b *testing.B) {
 
 // BenchmarkCardRxMessageRate measures the receive engine's message rate:
 // 64 QPs, each receiving a stream of 64-byte RDMA Writes (one FPDU each,
-// markers and CRC on) in a 64 KiB ring kept full, every ring read
-// answered 250 cycles after its address, every channel ready: cycles per
-// message, counted from the FPDUs whose octets RXS_CI has passed.
+// markers and CRC on) in a 64 KiB ring refilled whenever it is half
+// empty, every ring read answered 250 cycles after its address, every
+// channel ready: cycles per message, counted from the FPDUs whose octets
+// RXS_CI has passed.
 func BenchmarkCardRxMessageRate(b *testing.B) {
 	for _, w := range gen.CardRxWidths {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
