@@ -635,7 +635,8 @@ func CardTx(width int) (*Module, error) {
 	cWk := m.Reg("cur_walk", 1, nil, Bit(engRd, 143), ctxLoad, "the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there")
 	cRUsed := m.RegDecl("cur_rdone_used", 5, "Read dones taken")
 	m.Drive(cRMSN, nil, Bits(engRd, 111, 80), ctxLoad)
-	m.Drive(cNext, nil, Bits(engRd, 127, 112), ctxLoad)
+	ctxNextLd := m.WireOf("ctx_next_ld", Bits(engRd, 127, 112), "the loading QP's next block to start")
+	m.Drive(cNext, nil, ctxNextLd, ctxLoad)
 	ldOrq := Bits(engRd, 132, 128)
 	m.Drive(cOrq, nil, ldOrq, ctxLoad)
 	cSt := m.Reg("cur_state", 2, nil, qpSt.eng, ctxLoad, "the QP's state (0 none, 1 live, 2 error)")
@@ -720,7 +721,6 @@ func CardTx(width int) (*Module, error) {
 	// then). push_blk then does not hold the read-ahead blocks: a WQE whose
 	// push went meanwhile is read by DMA.
 	var ldHits []Expr
-	ctxNextLd := m.WireOf("ctx_next_ld", Bits(engRd, 127, 112), "the loading QP's next block to start")
 	for i, s := range slots {
 		ldHits = append(ldHits, m.WireOf(fmt.Sprintf("push%d_ld_hit", i), And(s.v, Eq(s.qp, ldQP), Eq(s.idx, ctxNextLd)), ""))
 	}
@@ -1079,7 +1079,7 @@ func CardTx(width int) (*Module, error) {
 	dbFirst := m.WireOf("pf_db_first", And(dbFire, isSQ, Not(badDB), Eq(oldPI, Bits(sqDB, 31, 16)), Ne(newPI, oldPI),
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
-		popped: popped, popRead: Or(sPop, And(sDrain, headOK)), ctx: ctxLoad, ctxNext: Bits(engRd, 127, 112), consume: goWQE, create: create, createQP: qpNum,
+		popped: popped, popRead: Or(sPop, And(sDrain, headOK)), ctx: ctxLoad, ctxNext: ctxNextLd, consume: goWQE, create: create, createQP: qpNum,
 		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)

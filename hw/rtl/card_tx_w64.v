@@ -629,6 +629,7 @@ module card_tx_w64 (
     reg  [4:0]     cur_orq;                  // RDMA Reads outstanding
     reg            cur_walk;                 // the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there
     reg  [4:0]     cur_rdone_used;           // Read dones taken
+    wire [15:0]    ctx_next_ld;              // the loading QP's next block to start
     reg  [1:0]     cur_state;                // the QP's state (0 none, 1 live, 2 error)
     wire           cur_live;
     wire           cur_error;
@@ -671,7 +672,6 @@ module card_tx_w64 (
     wire           pf_use_hit;               // the WQE's first block was read ahead (card_tx_prefetch.go)
     wire           pf_use_two;               // ... and the block after it
     wire [1023:0]  pf_use_data;              // in txCtx: the popped QP's read-ahead entry's blocks
-    wire [15:0]    ctx_next_ld;              // the loading QP's next block to start
     wire           push0_ld_hit;
     wire           push1_ld_hit;
     wire           push2_ld_hit;
@@ -2098,6 +2098,7 @@ module card_tx_w64 (
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == ctx_load_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == ctx_load_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
+    assign ctx_next_ld = eng_rd[127:112];
     assign cur_live = cur_state == 2'h1;
     assign cur_error = cur_state == 2'h2;
     assign h_opcode = wqe_hdr[7:0];
@@ -2132,7 +2133,6 @@ module card_tx_w64 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign ctx_next_ld = eng_rd[127:112];
     assign push0_ld_hit = (push0_v & (push0_qp == ctx_load_qp)) & (push0_idx == ctx_next_ld);
     assign push1_ld_hit = (push1_v & (push1_qp == ctx_load_qp)) & (push1_idx == ctx_next_ld);
     assign push2_ld_hit = (push2_v & (push2_qp == ctx_load_qp)) & (push2_idx == ctx_next_ld);
@@ -2523,8 +2523,8 @@ module card_tx_w64 (
     assign pf_create_slot = cmd_num;
     assign pf_created_qp = pf_create_slot;
     assign pf_created_1h = {{1023{1'b0}}, 1'b1} << pf_created_qp;
-    assign pf_pop_off = eng_rd[127:112] - pf_tag_idx;
-    assign pf_pop_inside = ~({13'h0000, pf_tag_cnt} < (eng_rd[127:112] - pf_tag_idx));
+    assign pf_pop_off = ctx_next_ld - pf_tag_idx;
+    assign pf_pop_inside = ~({13'h0000, pf_tag_cnt} < (ctx_next_ld - pf_tag_idx));
     assign pf_pop_inside_two = pf_pop_off < {13'h0000, pf_tag_cnt};
     assign pf_pop_off3 = pf_pop_off[2:0];
     assign pf_pop_off3_next = pf_pop_off[2:0] + 3'h1;
@@ -3610,7 +3610,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_sq_next <= eng_rd[127:112];
+            cur_sq_next <= ctx_next_ld;
         end
     end
 

@@ -660,6 +660,7 @@ architecture rtl of card_tx_w64 is
     signal cur_orq : std_logic_vector(4 downto 0); -- RDMA Reads outstanding
     signal cur_walk : std_logic;             -- the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there
     signal cur_rdone_used : std_logic_vector(4 downto 0); -- Read dones taken
+    signal ctx_next_ld : std_logic_vector(15 downto 0); -- the loading QP's next block to start
     signal cur_state : std_logic_vector(1 downto 0); -- the QP's state (0 none, 1 live, 2 error)
     signal cur_live : std_logic;
     signal cur_error : std_logic;
@@ -702,7 +703,6 @@ architecture rtl of card_tx_w64 is
     signal pf_use_hit : std_logic;           -- the WQE's first block was read ahead (card_tx_prefetch.go)
     signal pf_use_two : std_logic;           -- ... and the block after it
     signal pf_use_data : std_logic_vector(1023 downto 0); -- in txCtx: the popped QP's read-ahead entry's blocks
-    signal ctx_next_ld : std_logic_vector(15 downto 0); -- the loading QP's next block to start
     signal push0_ld_hit : std_logic;
     signal push1_ld_hit : std_logic;
     signal push2_ld_hit : std_logic;
@@ -2159,6 +2159,7 @@ begin
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = ctx_load_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = ctx_load_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
+    ctx_next_ld <= eng_rd(127 downto 112);
     cur_live <= b2l(cur_state = "01");
     cur_error <= b2l(cur_state = "10");
     h_opcode <= wqe_hdr(7 downto 0);
@@ -2193,7 +2194,6 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    ctx_next_ld <= eng_rd(127 downto 112);
     push0_ld_hit <= (push0_v and b2l(push0_qp = ctx_load_qp)) and b2l(push0_idx = ctx_next_ld);
     push1_ld_hit <= (push1_v and b2l(push1_qp = ctx_load_qp)) and b2l(push1_idx = ctx_next_ld);
     push2_ld_hit <= (push2_v and b2l(push2_qp = ctx_load_qp)) and b2l(push2_idx = ctx_next_ld);
@@ -2591,8 +2591,8 @@ begin
     pf_create_slot <= cmd_num;
     pf_created_qp <= pf_create_slot;
     pf_created_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_created_qp))));
-    pf_pop_off <= std_logic_vector(unsigned(eng_rd(127 downto 112)) - unsigned(pf_tag_idx));
-    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)) < unsigned(std_logic_vector(unsigned(eng_rd(127 downto 112)) - unsigned(pf_tag_idx))));
+    pf_pop_off <= std_logic_vector(unsigned(ctx_next_ld) - unsigned(pf_tag_idx));
+    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)) < unsigned(std_logic_vector(unsigned(ctx_next_ld) - unsigned(pf_tag_idx))));
     pf_pop_inside_two <= b2l(unsigned(pf_pop_off) < unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)));
     pf_pop_off3 <= pf_pop_off(2 downto 0);
     pf_pop_off3_next <= std_logic_vector(unsigned(pf_pop_off(2 downto 0)) + unsigned'("001"));
@@ -4004,7 +4004,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_sq_next <= eng_rd(127 downto 112);
+                cur_sq_next <= ctx_next_ld;
             end if;
         end if;
     end process;
