@@ -1057,10 +1057,20 @@ func CardTx(width int) (*Module, error) {
 		gWrData = Sel(sRspLd, zext(rsSGE, W), bufWrData)
 		unused = append(unused, sRspSge)
 	}
+	// The payload read ahead's slot for the gather's first request (wires:
+	// the read ahead is built below, from the gather's and the prefetcher's).
+	paHit := m.Wire("pa_g_hit", 1, "")
+	paWait := m.Wire("pa_g_wait", 1, "")
+	paSrc := m.Wire("pa_g_src", 1, "")
+	paV := m.Wire("pa_g_v", 1, "")
+	paData := m.Wire("pa_g_data", W, "")
+	paKeep := m.Wire("pa_g_keep", L, "")
+	ckVTx := m.WireOf("chk_v_gather", And(ckV, Eq(ckRTag, C(8, 0))), "a verdict for the gather (tag 0; the payload read ahead's are tag 1)")
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
-		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckV, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun})
+		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
+		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep})
 	unused = append(unused, ga.unused...)
 	m.Assign(gfR, ga.rdFault)
 	m.Assign(gfAddr, ga.rdFaultAddr)
@@ -1086,13 +1096,29 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(pfPend, pf.pend)
 	m.Assign(pfTwo, pf.two)
 	m.Assign(pfData, pf.data)
-	m.Assign(rdValid, And(rdValidAll, Not(pf.beat)))
 	engReq := m.WireOf("rd_eng_req", Or(wqeRdValid, ga.rdV), "the engine or the gather asks for a read")
 	m.Assign(pfGrant, And(pf.reqV, Not(engReq), rdReqReady))
-	m.Assign(rdReqValid, Or(engReq, pf.reqV))
-	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, Sel(wqeRdValid, wqeAddr, pf.reqAddr)))
-	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, Sel(wqeRdValid, wqeLen, pf.reqLen)))
-	m.Assign(rdReqTag, Sel(ga.rdV, C(rdCfg.TagBits, 1), Sel(wqeRdValid, C(rdCfg.TagBits, 0), pf.reqTag)))
+	paGrant := m.Wire("pa_grant", 1, "dma_rd takes a payload slot's read")
+	pa := cardTxPayAhead(m, txPayAheadIn{W: W, L: L, LB: LB,
+		blkDone: pf.blkDone, blkOK: pf.blkOK, blk: pf.blk, blkOff: pf.blkOff, blkQP: pf.blkQP, blkIdx: pf.blkIdx,
+		create: create, cmdGo: cmdGo, qpNum: qpNum, qpPD: qpPD,
+		cur: cur, cNext: cNext, wqeGo: goWQE, start: goAny,
+		reqAsk: And(ga.firstAsk, Not(rsp)), reqAddr: ga.reqAddr, reqN: ga.reqN, reqGo: ga.reqGo, take: ga.slotTake,
+		chkFree: Not(ga.chkV), chkReady: ckReqR, chkValid: ckV, chkTag: ckRTag, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
+		rdGrant: paGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr, rdB: rdBErr})
+	unused = append(unused, pa.unused...)
+	m.Assign(paHit, pa.hit)
+	m.Assign(paWait, pa.wait)
+	m.Assign(paSrc, pa.src)
+	m.Assign(paV, pa.v)
+	m.Assign(paData, pa.data)
+	m.Assign(paKeep, pa.keep)
+	m.Assign(paGrant, And(pa.rdV, Not(engReq), Not(pf.reqV), rdReqReady))
+	m.Assign(rdValid, And(rdValidAll, Not(pf.beat), Not(pa.beat)))
+	m.Assign(rdReqValid, Or(engReq, pf.reqV, pa.rdV))
+	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, Sel(wqeRdValid, wqeAddr, Sel(pf.reqV, pf.reqAddr, pa.rdAddr))))
+	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, Sel(wqeRdValid, wqeLen, Sel(pf.reqV, pf.reqLen, pa.rdLen))))
+	m.Assign(rdReqTag, Sel(ga.rdV, C(rdCfg.TagBits, 1), Sel(wqeRdValid, C(rdCfg.TagBits, 0), Sel(pf.reqV, pf.reqTag, C(rdCfg.TagBits, cardTxPaTag)))))
 	pValid := m.WireOf("ddp_s_valid", Sel(fromBuf, RedOr(fqq.Count), ga.outV), "")
 	pGo := m.WireOf("ddp_s_go", And(pValid, pReady), "")
 	m.Assign(fqPop, zext(And(pGo, fromBuf), cw))
@@ -1101,17 +1127,17 @@ func CardTx(width int) (*Module, error) {
 	msgLen := m.WireOf("msg_len", Sel(fromBuf, zext(pLen, 32), ga.total), "the message's payload bytes into ddp_tx")
 	noPay := m.WireOf("no_payload", Eq(msgLen, C(32, 0)), "")
 
-	// The check port: requests from the gather, every verdict taken.
-	m.Assign(ckReqV, ga.chkV)
-	m.Assign(ckSTag, ga.chkSTag)
-	m.Assign(ckNeed, Sel(rsp, C(4, 2), ga.chkNeed[0])) // a Read Response's source: remote read
-	m.Assign(ckQP, ga.chkNeed[1])
-	m.Assign(ckPD, ga.chkNeed[2])
-	m.Assign(ckTO, ga.chkTO)
-	m.Assign(ckLen, ga.chkLen)
-	m.Assign(ckTag, C(8, 0))
+	// The check port: requests from the gather (tag 0), else from the
+	// payload read ahead (tag 1); every verdict taken.
+	m.Assign(ckReqV, Or(ga.chkV, pa.chkV))
+	m.Assign(ckSTag, Sel(ga.chkV, ga.chkSTag, pa.chkSTag))
+	m.Assign(ckNeed, gate(ga.chkV, Sel(rsp, C(4, 2), ga.chkNeed[0]))) // a Read Response's source: remote read
+	m.Assign(ckQP, Sel(ga.chkV, ga.chkNeed[1], zext(pa.chkQP, 32)))
+	m.Assign(ckPD, Sel(ga.chkV, ga.chkNeed[2], pa.chkPD))
+	m.Assign(ckTO, Sel(ga.chkV, ga.chkTO, pa.chkTO))
+	m.Assign(ckLen, Sel(ga.chkV, ga.chkLen, pa.chkLen))
+	m.Assign(ckTag, Sel(ga.chkV, C(8, 0), C(8, cardTxPaChkTag)))
 	m.Assign(ckR, C(1, 1))
-	unused = append(unused, ckRTag)
 	m.Drive(descDone, big.NewInt(0), And(Not(goMsg), Or(descDone, descGo)), nil)
 	m.Drive(payDone, big.NewInt(0), And(Not(goMsg), Or(payDone, pLastGo)), nil)
 	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
@@ -1627,7 +1653,7 @@ func CardTx(width int) (*Module, error) {
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
 		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
 		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValidAll},
-		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake, pf.beat)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
+		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake, pf.beat, pa.beat)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
 		Conn{"m_axis_tuser_err", rdErr}, Conn{"m_axis_tuser_berr", rdBErr})
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},

@@ -41,6 +41,13 @@ type txGatherIn struct {
 	chkValid         *Signal // a verdict from placement (s_chk_valid of card_tx)
 	chkFault         *Signal
 	chkAddr, chkRun  *Signal
+	// The payload read ahead (card_tx_payahead.go): the message's first
+	// request in one of its slots.
+	slotHit, slotWait Expr // landed whole (the request is taken from it) / still landing (the request waits)
+	slotSrc           Expr // the packer's input is the slot in use
+	slotV             Expr // its beat
+	slotData          Expr
+	slotKeep          Expr
 }
 
 // txGather is what the gather gives card_tx.
@@ -63,6 +70,10 @@ type txGather struct {
 	rdFaultOff       *Signal // the message's payload offset of that request's first byte
 	unused           []Expr
 	chkNeed, chkQPPD []Expr // need, qp, pd
+	firstAsk         Expr   // the message's first request is offered
+	reqAddr, reqN    Expr   // the request offered: host address, bytes (17 bits)
+	reqGo            Expr   // it goes (to dma_rd or from a slot)
+	slotTake         Expr   // the packer takes the slot's beat
 }
 
 // thermoCount is the number of set bits of a mask contiguous from bit 0.
@@ -188,9 +199,12 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	reqN := m.WireOf("g_req_n", Sel(lastOfPiece, gN, zext(pgLeft, 17)), "bytes of this request")
 	pqRoomW := addrWidth(cardTxRdReqs + 1)
 	reqV := m.Wire("g_req_v", 1, "a payload read request is offered")
-	gReqGo := m.WireOf("g_req_go", And(reqV, g.rdReqReady), "")
-	pq := ShiftQueue(m, "g_pq", cardTxRdReqs, []string{"addr"}, []int{64}, gReqGo, []Expr{gAddr}, zext(pqPop, pqRoomW))
-	m.Assign(reqV, And(ph(3), Lt(pq.Count, C(pqRoomW, cardTxRdReqs)), Not(gFault)))
+	gReqGo := m.WireOf("g_req_go", And(reqV, Or(g.rdReqReady, g.slotHit)), "")
+	pq := ShiftQueue(m, "g_pq", cardTxRdReqs, []string{"addr"}, []int{64}, m.WireOf("g_pq_push", And(gReqGo, Not(g.slotHit)), "a read goes to dma_rd"),
+		[]Expr{gAddr}, zext(pqPop, pqRoomW))
+	first := m.WireOf("g_req_first", And(ph(3), Eq(gReq, C(32, 0))), "the message's first request is offered")
+	m.Assign(reqV, And(ph(3), Lt(pq.Count, C(pqRoomW, cardTxRdReqs)), Not(gFault), Not(g.slotWait)))
+	fromSlot := m.WireOf("g_req_slot", And(reqV, g.slotHit), "the request is taken from a payload slot, not read")
 	pieceDone := m.WireOf("g_piece_done", And(gReqGo, lastOfPiece), "the piece's last request goes")
 	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
 	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), next), nil)
@@ -211,7 +225,8 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	out.chkTO = Sel(g.chkPhase, sAddr, Add(sAddr, zext(goff, 64)))
 	out.chkLen = Sel(g.chkPhase, sLen, gLeft)
 	out.chkNeed = []Expr{C(4, 0), zext(g.qp, 32), g.pd}
-	out.rdV = reqV
+	out.rdV = And(reqV, Not(fromSlot))
+	out.firstAsk, out.reqAddr, out.reqN, out.reqGo = first, gAddr, reqN, gReqGo
 	out.rdAddr = gAddr
 	rl := m.WireOf("g_rd_len", Sub(reqN, C(17, 1)), "length minus one")
 	out.rdLen = Bits(rl, 15, 0)
@@ -229,17 +244,21 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	free := m.WireOf("pk_free", Or(Not(ov), g.outReady), "the output register can be loaded")
 	rest := m.WireOf("pk_rest", Sub(total, pIn), "payload bytes still to come")
 	zfill := m.WireOf("pk_zero", And(g.feedPhase, Or(gLate, gFault), Eq(pIn, gReq), RedOr(rest)), "a failed lookup or a faulted read: zeros for the rest")
-	inV := m.WireOf("pk_in_v", Or(And(g.feedPhase, g.rdValid, g.rdIsPay), zfill), "")
+	// Input beats: a payload slot's while one is in use (the message's
+	// first request), else dma_rd's.
+	inV := m.WireOf("pk_in_v", Or(And(g.feedPhase, Sel(g.slotSrc, g.slotV, And(g.rdValid, g.rdIsPay))), zfill), "")
 	take := m.WireOf("pk_take", And(inV, free, Not(flush)), "an input beat is taken")
-	kn := thermoCount(m, "pk_keep_n", g.rdKeep, L, LB)
+	out.slotTake = And(take, g.slotSrc)
+	inKeep := m.WireOf("pk_in_keep", Sel(g.slotSrc, g.slotKeep, g.rdKeep), "")
+	kn := thermoCount(m, "pk_keep_n", inKeep, L, LB)
 	restSmall := m.WireOf("pk_rest_small", Lt(rest, C(32, uint64(L))), "")
 	zn := Sel(restSmall, Bits(rest, LB, 0), C(LB+1, uint64(L)))
 	n := m.WireOf("pk_n", Sel(zfill, zn, kn), "bytes in the input beat")
 	masks := make([]Expr, L)
 	for i := 0; i < L; i++ {
-		masks[L-1-i] = Rep(And(Bit(g.rdKeep, i), Not(zfill)), 8)
+		masks[L-1-i] = Rep(And(Bit(inKeep, i), Not(zfill)), 8)
 	}
-	inD := m.WireOf("pk_in_data", And(g.rdData, Cat(masks...)), "")
+	inD := m.WireOf("pk_in_data", And(Sel(g.slotSrc, g.slotData, g.rdData), Cat(masks...)), "")
 	wide := m.WireOf("pk_wide_in", zext(inD, 2*W), "")
 	shifted := rotateLanes(m, "pk_sh", wide, cnt, 8)
 	comb := m.WireOf("pk_comb", Or(zext(acc, 2*W), shifted), "held bytes, then the input's")
@@ -259,7 +278,7 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	m.Drive(ov, big.NewInt(0), And(Not(g.start), Or(emit, fl, And(ov, Not(g.outReady)))), nil)
 	m.Drive(od, nil, Sel(fl, acc, Bits(comb, W-1, 0)), Or(emit, fl))
 	m.Drive(ol, nil, Or(fl, And(final, Not(more))), Or(emit, fl))
-	out.rdTake = And(g.feedPhase, g.rdIsPay, free, Not(flush))
+	out.rdTake = And(g.feedPhase, g.rdIsPay, free, Not(flush), Not(g.slotSrc))
 
 	// A payload beat with an error response (dma_rd's berr: this request's
 	// responses had one up to this beat) names its request: the message

@@ -80,6 +80,12 @@ type txPrefetch struct {
 	two     *Signal // ... and the block after it too
 	data    *Signal // in txCtx: those two blocks of the entry (taken only with hit), byte 0 in bits 7:0
 	pend    *Signal // from txCtx on: that block is being read ahead into the entry (queued or in flight, still wanted)
+	// Its blocks as they land, for the payload read ahead.
+	blkDone, blkOK Expr // a block is whole (no error response in its read ahead so far)
+	blk            *Signal
+	blkOff         Expr // its place in its read ahead
+	blkQP          Expr // the read ahead's QP
+	blkIdx         Expr // the read ahead's first SQ index (unmasked)
 }
 
 func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
@@ -172,12 +178,13 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Assign(pCnt, Sel(load, cnt, dbCnt))
 	pBase := m.WireOf("pf_q_in_base", Sel(load, in.sqBase, in.dbSQBase), "")
 	pMask := m.WireOf("pf_q_in_mask", Sel(load, in.sqMask, in.dbSQMask), "")
-	var qSlots, qIdxs, qBases, qCnts []Expr
+	var qSlots, qIdxs, qKeys, qBases, qCnts []Expr
 	qHot := oneHot(m, "pf_q_wr", Bits(qWP, QDB-1, 0), cardTxPfQueue)
 	for i := 0; i < cardTxPfQueue; i++ {
 		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Bit(qHot, i)), "")
 		qSlots = append(qSlots, m.Reg(fmt.Sprintf("pf_q%d_slot", i), EB, nil, pSlot, at, "the read ahead's entry"))
 		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, And(pIdx, pMask), at, "its first SQ block (masked)"))
+		qKeys = append(qKeys, m.Reg(fmt.Sprintf("pf_q%d_key", i), 16, nil, pIdx, at, "... unmasked"))
 		qBases = append(qBases, m.Reg(fmt.Sprintf("pf_q%d_base", i), 58, nil, pBase, at, "its SQ's base, bits 63:6"))
 		qCnts = append(qCnts, m.Reg(fmt.Sprintf("pf_q%d_cnt", i), CB, nil, pCnt, at, "its blocks - 1"))
 	}
@@ -188,6 +195,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	reqIdx := m.WireOf("pf_req_idx", muxTree(hSel, qIdxs), "")
 	reqBase := m.WireOf("pf_req_base", muxTree(hSel, qBases), "")
 	reqCnt := m.WireOf("pf_req_cnt", muxTree(hSel, qCnts), "")
+	reqKey := m.WireOf("pf_req_key", muxTree(hSel, qKeys), "")
 	// The landing: dma_rd returns requests whole and in issue order, so
 	// a read ahead's beats come together, block after block; below 512
 	// bits each block's beats are gathered first.
@@ -198,8 +206,9 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Drive(flTail, big.NewInt(0), Add(flTail, zext(in.reqGrant, FB+1)), nil)
 	flHeadNext := m.WireOf("pf_flight_head_next", Add(flHead, zext(land, FB+1)), "")
 	m.Drive(flHead, big.NewInt(0), flHeadNext, nil)
-	landSlot := m.Mem("pf_flight", EB, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), reqSlot, nil, Bits(flHeadNext, FB-1, 0),
-		"the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)")
+	landRec := m.Mem("pf_flight", EB+16, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), Cat(reqKey, reqSlot), nil, Bits(flHeadNext, FB-1, 0),
+		"the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)")
+	landSlot := m.WireOf("pf_land_entry", Bits(landRec, EB-1, 0), "")
 	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
 	if in.W != 64 && in.W != 512 {
 		panic("gen: card_tx prefetch at 64 or 512 bits")
@@ -265,5 +274,6 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
 	return txPrefetch{reqV: reqV, reqAddr: addr,
 		reqLen: Cat(C(16-CB-6, 0), reqCnt, C(6, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
-		beat: beat, hit: hit, two: hit2, data: data, pend: pend}
+		beat: beat, hit: hit, two: hit2, data: data, pend: pend,
+		blkDone: blkDoneW, blkOK: Not(Or(landErr, in.rdErr)), blk: blkW, blkOff: blkIdx, blkQP: landSlot, blkIdx: Bits(landRec, EB+15, EB)}
 }

@@ -872,6 +872,13 @@ architecture rtl of card_tx_w512 is
     signal ddp_desc_go : std_logic;
     signal ddp_s_ready : std_logic;
     signal rsp_sge : std_logic_vector(127 downto 0); -- the Read Response's SGE: ADDR the source TO, LENGTH the size, LKEY the source STag
+    signal pa_g_hit : std_logic;
+    signal pa_g_wait : std_logic;
+    signal pa_g_src : std_logic;
+    signal pa_g_v : std_logic;
+    signal pa_g_data : std_logic_vector(511 downto 0);
+    signal pa_g_keep : std_logic_vector(63 downto 0);
+    signal chk_v_gather : std_logic;         -- a verdict for the gather (tag 0; the payload read ahead's are tag 1)
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -929,6 +936,7 @@ architecture rtl of card_tx_w512 is
     signal g_req_n : std_logic_vector(16 downto 0); -- bytes of this request
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
+    signal g_pq_push : std_logic;            -- a read goes to dma_rd
     signal g_pq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in g_pq
     signal g_pq0_addr : std_logic_vector(63 downto 0);
     signal g_pq1_addr : std_logic_vector(63 downto 0);
@@ -947,6 +955,8 @@ architecture rtl of card_tx_w512 is
     signal g_pq5_push : std_logic;
     signal g_pq6_push : std_logic;
     signal g_pq7_push : std_logic;
+    signal g_req_first : std_logic;          -- the message's first request is offered
+    signal g_req_slot : std_logic;           -- the request is taken from a payload slot, not read
     signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
@@ -961,6 +971,7 @@ architecture rtl of card_tx_w512 is
     signal pk_zero : std_logic;              -- a failed lookup or a faulted read: zeros for the rest
     signal pk_in_v : std_logic;
     signal pk_take : std_logic;              -- an input beat is taken
+    signal pk_in_keep : std_logic_vector(63 downto 0);
     signal pk_keep_n : std_logic_vector(6 downto 0); -- set bits of a thermometer mask
     signal pk_rest_small : std_logic;
     signal pk_n : std_logic_vector(6 downto 0); -- bytes in the input beat
@@ -1040,172 +1051,206 @@ architecture rtl of card_tx_w512 is
     signal pf_q0_w : std_logic;
     signal pf_q0_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q0_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q0_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q0_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q0_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q1_w : std_logic;
     signal pf_q1_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q1_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q1_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q1_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q1_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q2_w : std_logic;
     signal pf_q2_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q2_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q2_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q2_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q2_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q3_w : std_logic;
     signal pf_q3_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q3_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q3_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q3_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q3_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q4_w : std_logic;
     signal pf_q4_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q4_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q4_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q4_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q4_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q5_w : std_logic;
     signal pf_q5_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q5_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q5_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q5_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q5_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q6_w : std_logic;
     signal pf_q6_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q6_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q6_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q6_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q6_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q7_w : std_logic;
     signal pf_q7_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q7_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q7_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q7_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q7_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q8_w : std_logic;
     signal pf_q8_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q8_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q8_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q8_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q8_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q9_w : std_logic;
     signal pf_q9_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q9_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q9_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q9_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q9_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q10_w : std_logic;
     signal pf_q10_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q10_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q10_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q10_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q10_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q11_w : std_logic;
     signal pf_q11_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q11_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q11_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q11_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q11_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q12_w : std_logic;
     signal pf_q12_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q12_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q12_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q12_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q12_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q13_w : std_logic;
     signal pf_q13_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q13_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q13_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q13_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q13_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q14_w : std_logic;
     signal pf_q14_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q14_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q14_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q14_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q14_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q15_w : std_logic;
     signal pf_q15_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q15_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q15_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q15_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q15_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q16_w : std_logic;
     signal pf_q16_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q16_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q16_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q16_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q16_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q17_w : std_logic;
     signal pf_q17_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q17_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q17_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q17_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q17_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q18_w : std_logic;
     signal pf_q18_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q18_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q18_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q18_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q18_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q19_w : std_logic;
     signal pf_q19_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q19_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q19_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q19_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q19_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q20_w : std_logic;
     signal pf_q20_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q20_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q20_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q20_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q20_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q21_w : std_logic;
     signal pf_q21_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q21_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q21_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q21_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q21_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q22_w : std_logic;
     signal pf_q22_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q22_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q22_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q22_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q22_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q23_w : std_logic;
     signal pf_q23_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q23_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q23_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q23_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q23_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q24_w : std_logic;
     signal pf_q24_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q24_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q24_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q24_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q24_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q25_w : std_logic;
     signal pf_q25_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q25_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q25_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q25_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q25_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q26_w : std_logic;
     signal pf_q26_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q26_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q26_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q26_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q26_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q27_w : std_logic;
     signal pf_q27_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q27_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q27_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q27_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q27_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q28_w : std_logic;
     signal pf_q28_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q28_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q28_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q28_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q28_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q29_w : std_logic;
     signal pf_q29_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q29_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q29_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q29_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q29_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q30_w : std_logic;
     signal pf_q30_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q30_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q30_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q30_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q30_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q31_w : std_logic;
     signal pf_q31_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q31_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
+    signal pf_q31_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q31_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q31_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_req_slot : std_logic_vector(9 downto 0); -- the head read ahead's entry
     signal pf_req_idx : std_logic_vector(15 downto 0);
     signal pf_req_base : std_logic_vector(57 downto 0);
     signal pf_req_cnt : std_logic_vector(2 downto 0);
+    signal pf_req_key : std_logic_vector(15 downto 0);
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
     signal pf_land_err : std_logic := '0';   -- a beat of the landing read ahead got an error response
     signal pf_land : std_logic;              -- a read ahead's last beat
     signal pf_flight_head_next : std_logic_vector(7 downto 0);
-    signal pf_flight_rd : std_logic_vector(9 downto 0); -- read data of pf_flight
+    signal pf_flight_rd : std_logic_vector(25 downto 0); -- read data of pf_flight
+    signal pf_land_entry : std_logic_vector(9 downto 0);
     signal pf_land_beat : std_logic_vector(2 downto 0) := "000"; -- beats of the landing read ahead taken
     signal pf_land_blk : std_logic_vector(2 downto 0); -- the block the beat belongs to
     signal pf_land_blk_done : std_logic;     -- the beat completes a block
@@ -1244,6 +1289,155 @@ architecture rtl of card_tx_w512 is
     signal pf_req_addr : std_logic_vector(63 downto 0);
     signal pf_unused : std_logic;            -- tag bits the prefetch does not use
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
+    signal pa_grant : std_logic;             -- dma_rd takes a payload slot's read
+    signal pa_blk_bbs : std_logic_vector(3 downto 0); -- BBS of the block's header (if it starts a WQE)
+    signal pa_parse_next : std_logic_vector(3 downto 0) := x"0"; -- the next WQE start in the landing read ahead (15: none known)
+    signal pa_blk_start : std_logic;         -- the block starts a WQE
+    signal pa_blk_bbs_ok : std_logic;
+    signal pa_cand : std_logic;              -- a gathered Send or Write with a non-empty SGE 0
+    signal pa_cand_v : std_logic := '0';     -- a candidate (its PD is read)
+    signal pa_cand_qp : std_logic_vector(9 downto 0);
+    signal pa_cand_idx : std_logic_vector(15 downto 0); -- its WQE's SQ index
+    signal pa_cand_addr : std_logic_vector(63 downto 0); -- SGE 0
+    signal pa_cand_len : std_logic_vector(31 downto 0);
+    signal pa_cand_lkey : std_logic_vector(31 downto 0);
+    signal pa_pd_rd : std_logic_vector(31 downto 0); -- read data of pa_pd
+    signal pa_cq_pop : std_logic;            -- the head candidate is looked up or dropped
+    signal pa_cq_push : std_logic;           -- a candidate is queued (one that finds the queue full is dropped)
+    signal pa_cq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in pa_cq
+    signal pa_cq0_qp : std_logic_vector(9 downto 0);
+    signal pa_cq0_idx : std_logic_vector(15 downto 0);
+    signal pa_cq0_addr : std_logic_vector(63 downto 0);
+    signal pa_cq0_len : std_logic_vector(31 downto 0);
+    signal pa_cq0_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq0_pd : std_logic_vector(31 downto 0);
+    signal pa_cq1_qp : std_logic_vector(9 downto 0);
+    signal pa_cq1_idx : std_logic_vector(15 downto 0);
+    signal pa_cq1_addr : std_logic_vector(63 downto 0);
+    signal pa_cq1_len : std_logic_vector(31 downto 0);
+    signal pa_cq1_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq1_pd : std_logic_vector(31 downto 0);
+    signal pa_cq2_qp : std_logic_vector(9 downto 0);
+    signal pa_cq2_idx : std_logic_vector(15 downto 0);
+    signal pa_cq2_addr : std_logic_vector(63 downto 0);
+    signal pa_cq2_len : std_logic_vector(31 downto 0);
+    signal pa_cq2_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq2_pd : std_logic_vector(31 downto 0);
+    signal pa_cq3_qp : std_logic_vector(9 downto 0);
+    signal pa_cq3_idx : std_logic_vector(15 downto 0);
+    signal pa_cq3_addr : std_logic_vector(63 downto 0);
+    signal pa_cq3_len : std_logic_vector(31 downto 0);
+    signal pa_cq3_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq3_pd : std_logic_vector(31 downto 0);
+    signal pa_cq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal pa_cq0_push : std_logic;
+    signal pa_cq1_push : std_logic;
+    signal pa_cq2_push : std_logic;
+    signal pa_cq3_push : std_logic;
+    signal pa_cq_v : std_logic;              -- a candidate waits
+    signal pa_s0_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s0_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s0_landed : std_logic := '0';  -- its read landed
+    signal pa_s0_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s0_in_use : std_logic := '0';  -- the packer reads it
+    signal pa_s0_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s0_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s0_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s0_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s1_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s1_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s1_landed : std_logic := '0';  -- its read landed
+    signal pa_s1_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s1_in_use : std_logic := '0';  -- the packer reads it
+    signal pa_s1_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s1_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s1_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s1_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s2_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s2_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s2_landed : std_logic := '0';  -- its read landed
+    signal pa_s2_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s2_in_use : std_logic := '0';  -- the packer reads it
+    signal pa_s2_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s2_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s2_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s2_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s3_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s3_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s3_landed : std_logic := '0';  -- its read landed
+    signal pa_s3_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s3_in_use : std_logic := '0';  -- the packer reads it
+    signal pa_s3_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s3_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s3_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s3_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_state : std_logic_vector(1 downto 0) := "00"; -- 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
+    signal pa_slot : std_logic_vector(1 downto 0); -- the slot being filled
+    signal pa_dup : std_logic;               -- the head candidate's key has a slot
+    signal pa_any_free : std_logic;
+    signal pa_free_sel : std_logic_vector(1 downto 0); -- the lowest free slot
+    signal pa_idle : std_logic;
+    signal pa_chk_v : std_logic;             -- a lookup for the head candidate
+    signal pa_look_go : std_logic;
+    signal pa_verdict : std_logic;
+    signal pa_verdict_ok : std_logic;
+    signal pa_pg_left : std_logic_vector(12 downto 0); -- bytes to the page's end
+    signal pa_rd_n : std_logic_vector(12 downto 0); -- the first request's bytes, as the gather issues it
+    signal pa_cur_qp : std_logic_vector(1 downto 0);
+    signal pa_cur_1h : std_logic_vector(3 downto 0);
+    signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
+    signal pa_rd_ask : std_logic;
+    signal pa_rd_go : std_logic;
+    signal pa_rd_len : std_logic_vector(15 downto 0); -- length minus one
+    signal pa_beat : std_logic;              -- dma_rd's beat is a slot's
+    signal pa_land_last : std_logic;
+    signal pa_flight_count : std_logic_vector(2 downto 0) := "000"; -- entries held in pa_flight
+    signal pa_flight0_slot : std_logic_vector(1 downto 0);
+    signal pa_flight1_slot : std_logic_vector(1 downto 0);
+    signal pa_flight2_slot : std_logic_vector(1 downto 0);
+    signal pa_flight3_slot : std_logic_vector(1 downto 0);
+    signal pa_flight_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal pa_flight0_push : std_logic;
+    signal pa_flight1_push : std_logic;
+    signal pa_flight2_push : std_logic;
+    signal pa_flight3_push : std_logic;
+    signal pa_land_beat : std_logic_vector(5 downto 0) := "000000"; -- beats of the landing read taken
+    signal pa_land_err : std_logic := '0';   -- a beat of the landing read had an error response
+    signal pa_land_bad : std_logic;
+    signal pa_land_qp : std_logic_vector(1 downto 0);
+    signal pa_land_1h : std_logic_vector(3 downto 0);
+    signal pa_hit_any : std_logic;           -- a slot holds the request
+    signal pa_hit : std_logic;               -- the first request is in a slot landed whole
+    signal pa_wait : std_logic;              -- the first request is in a slot still landing
+    signal pa_hit_sel : std_logic_vector(1 downto 0);
+    signal pa_first_go : std_logic;          -- the message's first request goes
+    signal pa_hit_go : std_logic;            -- ... from a slot
+    signal pa_hit_qp : std_logic_vector(1 downto 0);
+    signal pa_hit_1h : std_logic_vector(3 downto 0);
+    signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
+    signal pa_use_slot : std_logic_vector(1 downto 0);
+    signal pa_ptr : std_logic_vector(5 downto 0); -- its beat at the memory's output
+    signal pa_primed : std_logic := '0';     -- the memory's output holds beat pa_ptr
+    signal pa_use_n : std_logic_vector(12 downto 0); -- its bytes - 1
+    signal pa_last : std_logic;              -- the slot's last beat
+    signal pa_take : std_logic;
+    signal pa_use_end : std_logic;           -- the slot's last beat is taken: it is free
+    signal pa_use_qp : std_logic_vector(1 downto 0);
+    signal pa_use_1h : std_logic_vector(3 downto 0);
+    signal pa_data_rd : std_logic_vector(511 downto 0); -- read data of pa_data
+    signal pa_keep : std_logic_vector(63 downto 0); -- lanes of the beat: all but in the last
+    signal pa_s0_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s0_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s0_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s1_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s1_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s1_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s2_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s2_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s2_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s3_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s3_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s3_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -1905,8 +2099,8 @@ architecture rtl of card_tx_w512 is
     signal g_sge_b3 : g_sge_b3_t;            -- SGE store: SGE 3 of each word
     type pf_tag_t is array (0 to 1023) of std_logic_vector(18 downto 0);
     signal pf_tag : pf_tag_t;                -- per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
-    type pf_flight_t is array (0 to 127) of std_logic_vector(9 downto 0);
-    signal pf_flight : pf_flight_t;          -- the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)
+    type pf_flight_t is array (0 to 127) of std_logic_vector(25 downto 0);
+    signal pf_flight : pf_flight_t;          -- the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     type pf_data0_t is array (0 to 1023) of std_logic_vector(511 downto 0);
     signal pf_data0 : pf_data0_t;            -- per entry: its block 0 read ahead
     type pf_data1_t is array (0 to 1023) of std_logic_vector(511 downto 0);
@@ -1923,6 +2117,10 @@ architecture rtl of card_tx_w512 is
     signal pf_data6 : pf_data6_t;            -- per entry: its block 6 read ahead
     type pf_data7_t is array (0 to 1023) of std_logic_vector(511 downto 0);
     signal pf_data7 : pf_data7_t;            -- per entry: its block 7 read ahead
+    type pa_pd_t is array (0 to 1023) of std_logic_vector(31 downto 0);
+    signal pa_pd : pa_pd_t;                  -- per QP: its PD, for the lookups of its candidates
+    type pa_data_t is array (0 to 255) of std_logic_vector(511 downto 0);
+    signal pa_data : pa_data_t;              -- the slots' bytes: 64 beats each
     type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
     signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
 begin
@@ -2430,6 +2628,7 @@ begin
         rrp_data_rd(127 downto 96) &
         rrp_data_rd(223 downto 160)
     );
+    chk_v_gather <= s_chk_valid and b2l(s_chk_tag = x"00");
     g_feed <= in_state9 and (not pay_from_buf);
     g_st_wa <= std_logic_vector'("00000" & mux(in_state14, "000", buf_wa_full(2 downto 0)));
     g_st_wd <= mux(in_state14, std_logic_vector'(
@@ -2457,7 +2656,7 @@ begin
     ck_req <= ck_have and (not ck_empty);
     ck_go <= ck_req and m_chk_ready;
     ck_next <= ck_go or (ck_have and ck_empty);
-    ck_verdict <= in_state12 and s_chk_valid;
+    ck_verdict <= in_state12 and chk_v_gather;
     ck_done <= ((in_state12 and (not ck_ph)) and (not ck_more)) and b2l(ck_got = ck_sent);
     g_more <= b2l(unsigned(g_i) < unsigned(std_logic_vector'('0' & h_nsge))) and (not g_late_fault);
     g_rd <= (g_feed and b2l(g_ph = "00")) and g_more;
@@ -2465,23 +2664,26 @@ begin
     g_skip <= (g_feed and b2l(g_ph = "01")) and b2l(g_left = x"00000000");
     g_look <= (g_feed and b2l(g_ph = "01")) and (not b2l(g_left = x"00000000"));
     g_look_go <= g_look and m_chk_ready;
-    g_verdict <= (g_feed and b2l(g_ph = "10")) and s_chk_valid;
+    g_verdict <= (g_feed and b2l(g_ph = "10")) and chk_v_gather;
     g_ok <= g_verdict and (not (or s_chk_fault));
     g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
     g_req_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
-    g_req_go <= g_req_v and rd_req_ready;
+    g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
+    g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
-    g_pq0_push <= g_req_go and b2l(g_pq_wpos = x"0");
-    g_pq1_push <= g_req_go and b2l(g_pq_wpos = x"1");
-    g_pq2_push <= g_req_go and b2l(g_pq_wpos = x"2");
-    g_pq3_push <= g_req_go and b2l(g_pq_wpos = x"3");
-    g_pq4_push <= g_req_go and b2l(g_pq_wpos = x"4");
-    g_pq5_push <= g_req_go and b2l(g_pq_wpos = x"5");
-    g_pq6_push <= g_req_go and b2l(g_pq_wpos = x"6");
-    g_pq7_push <= g_req_go and b2l(g_pq_wpos = x"7");
-    g_req_v <= ((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault);
+    g_pq0_push <= g_pq_push and b2l(g_pq_wpos = x"0");
+    g_pq1_push <= g_pq_push and b2l(g_pq_wpos = x"1");
+    g_pq2_push <= g_pq_push and b2l(g_pq_wpos = x"2");
+    g_pq3_push <= g_pq_push and b2l(g_pq_wpos = x"3");
+    g_pq4_push <= g_pq_push and b2l(g_pq_wpos = x"4");
+    g_pq5_push <= g_pq_push and b2l(g_pq_wpos = x"5");
+    g_pq6_push <= g_pq_push and b2l(g_pq_wpos = x"6");
+    g_pq7_push <= g_pq_push and b2l(g_pq_wpos = x"7");
+    g_req_first <= (g_feed and b2l(g_ph = "11")) and b2l(g_req = x"00000000");
+    g_req_v <= (((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault)) and (not pa_g_wait);
+    g_req_slot <= g_req_v and pa_g_hit;
     g_piece_done <= g_req_go and g_req_whole;
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
@@ -2489,76 +2691,77 @@ begin
     pk_free <= (not pk_v) or ddp_s_ready;
     pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
     pk_zero <= ((g_feed and (g_late_fault or g_rd_fault)) and b2l(pk_in = g_req)) and (or pk_rest);
-    pk_in_v <= ((g_feed and rd_tvalid) and rd_ttag(0)) or pk_zero;
+    pk_in_v <= (g_feed and mux(pa_g_src, pa_g_v, rd_tvalid and rd_ttag(0))) or pk_zero;
     pk_take <= (pk_in_v and pk_free) and (not pk_flush);
-    pk_keep_n <= ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("0000000" or (std_logic_vector'(6 downto 0 => rd_tkeep(0) and (not rd_tkeep(1))) and "0000001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(1) and (not rd_tkeep(2))) and "0000010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(2) and (not rd_tkeep(3))) and "0000011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(3) and (not rd_tkeep(4))) and "0000100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(4) and (not rd_tkeep(5))) and "0000101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(5) and (not rd_tkeep(6))) and "0000110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(6) and (not rd_tkeep(7))) and "0000111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(7) and (not rd_tkeep(8))) and "0001000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(8) and (not rd_tkeep(9))) and "0001001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(9) and (not rd_tkeep(10))) and "0001010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(10) and (not rd_tkeep(11))) and "0001011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(11) and (not rd_tkeep(12))) and "0001100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(12) and (not rd_tkeep(13))) and "0001101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(13) and (not rd_tkeep(14))) and "0001110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(14) and (not rd_tkeep(15))) and "0001111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(15) and (not rd_tkeep(16))) and "0010000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(16) and (not rd_tkeep(17))) and "0010001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(17) and (not rd_tkeep(18))) and "0010010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(18) and (not rd_tkeep(19))) and "0010011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(19) and (not rd_tkeep(20))) and "0010100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(20) and (not rd_tkeep(21))) and "0010101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(21) and (not rd_tkeep(22))) and "0010110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(22) and (not rd_tkeep(23))) and "0010111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(23) and (not rd_tkeep(24))) and "0011000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(24) and (not rd_tkeep(25))) and "0011001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(25) and (not rd_tkeep(26))) and "0011010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(26) and (not rd_tkeep(27))) and "0011011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(27) and (not rd_tkeep(28))) and "0011100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(28) and (not rd_tkeep(29))) and "0011101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(29) and (not rd_tkeep(30))) and "0011110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(30) and (not rd_tkeep(31))) and "0011111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(31) and (not rd_tkeep(32))) and "0100000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(32) and (not rd_tkeep(33))) and "0100001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(33) and (not rd_tkeep(34))) and "0100010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(34) and (not rd_tkeep(35))) and "0100011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(35) and (not rd_tkeep(36))) and "0100100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(36) and (not rd_tkeep(37))) and "0100101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(37) and (not rd_tkeep(38))) and "0100110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(38) and (not rd_tkeep(39))) and "0100111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(39) and (not rd_tkeep(40))) and "0101000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(40) and (not rd_tkeep(41))) and "0101001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(41) and (not rd_tkeep(42))) and "0101010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(42) and (not rd_tkeep(43))) and "0101011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(43) and (not rd_tkeep(44))) and "0101100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(44) and (not rd_tkeep(45))) and "0101101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(45) and (not rd_tkeep(46))) and "0101110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(46) and (not rd_tkeep(47))) and "0101111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(47) and (not rd_tkeep(48))) and "0110000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(48) and (not rd_tkeep(49))) and "0110001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(49) and (not rd_tkeep(50))) and "0110010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(50) and (not rd_tkeep(51))) and "0110011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(51) and (not rd_tkeep(52))) and "0110100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(52) and (not rd_tkeep(53))) and "0110101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(53) and (not rd_tkeep(54))) and "0110110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(54) and (not rd_tkeep(55))) and "0110111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(55) and (not rd_tkeep(56))) and "0111000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(56) and (not rd_tkeep(57))) and "0111001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(57) and (not rd_tkeep(58))) and "0111010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(58) and (not rd_tkeep(59))) and "0111011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(59) and (not rd_tkeep(60))) and "0111100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(60) and (not rd_tkeep(61))) and "0111101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(61) and (not rd_tkeep(62))) and "0111110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(62) and (not rd_tkeep(63))) and "0111111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(63)) and "1000000");
+    pk_in_keep <= mux(pa_g_src, pa_g_keep, rd_tkeep);
+    pk_keep_n <= ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("0000000" or (std_logic_vector'(6 downto 0 => pk_in_keep(0) and (not pk_in_keep(1))) and "0000001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(1) and (not pk_in_keep(2))) and "0000010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(2) and (not pk_in_keep(3))) and "0000011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(3) and (not pk_in_keep(4))) and "0000100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(4) and (not pk_in_keep(5))) and "0000101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(5) and (not pk_in_keep(6))) and "0000110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(6) and (not pk_in_keep(7))) and "0000111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(7) and (not pk_in_keep(8))) and "0001000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(8) and (not pk_in_keep(9))) and "0001001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(9) and (not pk_in_keep(10))) and "0001010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(10) and (not pk_in_keep(11))) and "0001011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(11) and (not pk_in_keep(12))) and "0001100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(12) and (not pk_in_keep(13))) and "0001101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(13) and (not pk_in_keep(14))) and "0001110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(14) and (not pk_in_keep(15))) and "0001111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(15) and (not pk_in_keep(16))) and "0010000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(16) and (not pk_in_keep(17))) and "0010001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(17) and (not pk_in_keep(18))) and "0010010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(18) and (not pk_in_keep(19))) and "0010011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(19) and (not pk_in_keep(20))) and "0010100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(20) and (not pk_in_keep(21))) and "0010101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(21) and (not pk_in_keep(22))) and "0010110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(22) and (not pk_in_keep(23))) and "0010111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(23) and (not pk_in_keep(24))) and "0011000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(24) and (not pk_in_keep(25))) and "0011001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(25) and (not pk_in_keep(26))) and "0011010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(26) and (not pk_in_keep(27))) and "0011011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(27) and (not pk_in_keep(28))) and "0011100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(28) and (not pk_in_keep(29))) and "0011101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(29) and (not pk_in_keep(30))) and "0011110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(30) and (not pk_in_keep(31))) and "0011111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(31) and (not pk_in_keep(32))) and "0100000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(32) and (not pk_in_keep(33))) and "0100001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(33) and (not pk_in_keep(34))) and "0100010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(34) and (not pk_in_keep(35))) and "0100011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(35) and (not pk_in_keep(36))) and "0100100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(36) and (not pk_in_keep(37))) and "0100101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(37) and (not pk_in_keep(38))) and "0100110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(38) and (not pk_in_keep(39))) and "0100111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(39) and (not pk_in_keep(40))) and "0101000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(40) and (not pk_in_keep(41))) and "0101001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(41) and (not pk_in_keep(42))) and "0101010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(42) and (not pk_in_keep(43))) and "0101011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(43) and (not pk_in_keep(44))) and "0101100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(44) and (not pk_in_keep(45))) and "0101101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(45) and (not pk_in_keep(46))) and "0101110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(46) and (not pk_in_keep(47))) and "0101111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(47) and (not pk_in_keep(48))) and "0110000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(48) and (not pk_in_keep(49))) and "0110001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(49) and (not pk_in_keep(50))) and "0110010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(50) and (not pk_in_keep(51))) and "0110011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(51) and (not pk_in_keep(52))) and "0110100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(52) and (not pk_in_keep(53))) and "0110101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(53) and (not pk_in_keep(54))) and "0110110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(54) and (not pk_in_keep(55))) and "0110111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(55) and (not pk_in_keep(56))) and "0111000")) or (std_logic_vector'(6 downto 0 => pk_in_keep(56) and (not pk_in_keep(57))) and "0111001")) or (std_logic_vector'(6 downto 0 => pk_in_keep(57) and (not pk_in_keep(58))) and "0111010")) or (std_logic_vector'(6 downto 0 => pk_in_keep(58) and (not pk_in_keep(59))) and "0111011")) or (std_logic_vector'(6 downto 0 => pk_in_keep(59) and (not pk_in_keep(60))) and "0111100")) or (std_logic_vector'(6 downto 0 => pk_in_keep(60) and (not pk_in_keep(61))) and "0111101")) or (std_logic_vector'(6 downto 0 => pk_in_keep(61) and (not pk_in_keep(62))) and "0111110")) or (std_logic_vector'(6 downto 0 => pk_in_keep(62) and (not pk_in_keep(63))) and "0111111")) or (std_logic_vector'(6 downto 0 => pk_in_keep(63)) and "1000000");
     pk_rest_small <= b2l(unsigned(pk_rest) < unsigned'(x"00000040"));
     pk_n <= mux(pk_zero, mux(pk_rest_small, pk_rest(6 downto 0), "1000000"), pk_keep_n);
-    pk_in_data <= rd_tdata and std_logic_vector'(
-        std_logic_vector'(7 downto 0 => rd_tkeep(63) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(62) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(61) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(60) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(59) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(58) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(57) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(56) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(55) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(54) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(53) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(52) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(51) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(50) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(49) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(48) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(47) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(46) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(45) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(44) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(43) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(42) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(41) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(40) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(39) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(38) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(37) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(36) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(35) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(34) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(33) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(32) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(31) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(30) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(29) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(28) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(27) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(26) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(25) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(24) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(23) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(22) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(21) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(20) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(19) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(18) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(17) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(16) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(15) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(14) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(13) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(12) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(11) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(10) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(9) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(8) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(7) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(6) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(5) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(4) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(3) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(2) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(1) and (not pk_zero)) &
-        std_logic_vector'(7 downto 0 => rd_tkeep(0) and (not pk_zero))
+    pk_in_data <= mux(pa_g_src, pa_g_data, rd_tdata) and std_logic_vector'(
+        std_logic_vector'(7 downto 0 => pk_in_keep(63) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(62) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(61) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(60) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(59) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(58) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(57) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(56) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(55) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(54) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(53) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(52) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(51) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(50) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(49) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(48) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(47) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(46) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(45) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(44) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(43) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(42) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(41) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(40) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(39) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(38) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(37) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(36) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(35) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(34) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(33) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(32) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(31) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(30) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(29) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(28) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(27) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(26) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(25) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(24) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(23) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(22) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(21) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(20) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(19) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(18) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(17) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(16) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(15) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(14) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(13) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(12) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(11) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(10) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(9) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(8) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(7) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(6) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(5) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(4) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(3) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(2) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(1) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => pk_in_keep(0) and (not pk_zero))
     );
     pk_wide_in <= std_logic_vector'(
         x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
@@ -2581,7 +2784,7 @@ begin
     pk_more <= ((pk_take and pk_final) and (not b2l(pk_sum = "1000000"))) and pk_full;
     pk_flush_go <= pk_flush and pk_free;
     pk_sum_lo <= std_logic_vector(unsigned(pk_sum) - unsigned'("1000000"));
-    pk_pay_take <= rd_tvalid and (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush));
+    pk_pay_take <= rd_tvalid and ((((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush)) and (not pa_g_src));
     g_pq_pop <= pk_pay_take and rd_tlast;
     pk_fault_hit <= (pk_pay_take and rd_berr) and (not g_rd_fault);
     gf_fault <= g_rd_fault;
@@ -2662,16 +2865,18 @@ begin
     pf_req_idx <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_idx, pf_q30_idx), mux(pf_q_rp(0), pf_q29_idx, pf_q28_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_idx, pf_q26_idx), mux(pf_q_rp(0), pf_q25_idx, pf_q24_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_idx, pf_q22_idx), mux(pf_q_rp(0), pf_q21_idx, pf_q20_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_idx, pf_q18_idx), mux(pf_q_rp(0), pf_q17_idx, pf_q16_idx)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_idx, pf_q14_idx), mux(pf_q_rp(0), pf_q13_idx, pf_q12_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_idx, pf_q10_idx), mux(pf_q_rp(0), pf_q9_idx, pf_q8_idx))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_idx, pf_q6_idx), mux(pf_q_rp(0), pf_q5_idx, pf_q4_idx)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_idx, pf_q2_idx), mux(pf_q_rp(0), pf_q1_idx, pf_q0_idx)))));
     pf_req_base <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_base, pf_q30_base), mux(pf_q_rp(0), pf_q29_base, pf_q28_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_base, pf_q26_base), mux(pf_q_rp(0), pf_q25_base, pf_q24_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_base, pf_q22_base), mux(pf_q_rp(0), pf_q21_base, pf_q20_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_base, pf_q18_base), mux(pf_q_rp(0), pf_q17_base, pf_q16_base)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_base, pf_q14_base), mux(pf_q_rp(0), pf_q13_base, pf_q12_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_base, pf_q10_base), mux(pf_q_rp(0), pf_q9_base, pf_q8_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_base, pf_q6_base), mux(pf_q_rp(0), pf_q5_base, pf_q4_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_base, pf_q2_base), mux(pf_q_rp(0), pf_q1_base, pf_q0_base)))));
     pf_req_cnt <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_cnt, pf_q30_cnt), mux(pf_q_rp(0), pf_q29_cnt, pf_q28_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_cnt, pf_q26_cnt), mux(pf_q_rp(0), pf_q25_cnt, pf_q24_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_cnt, pf_q22_cnt), mux(pf_q_rp(0), pf_q21_cnt, pf_q20_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_cnt, pf_q18_cnt), mux(pf_q_rp(0), pf_q17_cnt, pf_q16_cnt)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_cnt, pf_q14_cnt), mux(pf_q_rp(0), pf_q13_cnt, pf_q12_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_cnt, pf_q10_cnt), mux(pf_q_rp(0), pf_q9_cnt, pf_q8_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_cnt, pf_q6_cnt), mux(pf_q_rp(0), pf_q5_cnt, pf_q4_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_cnt, pf_q2_cnt), mux(pf_q_rp(0), pf_q1_cnt, pf_q0_cnt)))));
+    pf_req_key <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_key, pf_q30_key), mux(pf_q_rp(0), pf_q29_key, pf_q28_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_key, pf_q26_key), mux(pf_q_rp(0), pf_q25_key, pf_q24_key))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_key, pf_q22_key), mux(pf_q_rp(0), pf_q21_key, pf_q20_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_key, pf_q18_key), mux(pf_q_rp(0), pf_q17_key, pf_q16_key)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_key, pf_q14_key), mux(pf_q_rp(0), pf_q13_key, pf_q12_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_key, pf_q10_key), mux(pf_q_rp(0), pf_q9_key, pf_q8_key))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_key, pf_q6_key), mux(pf_q_rp(0), pf_q5_key, pf_q4_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_key, pf_q2_key), mux(pf_q_rp(0), pf_q1_key, pf_q0_key)))));
     pf_beat <= rd_tvalid_all and rd_ttag(1);
     pf_land <= pf_beat and rd_tlast;
     pf_flight_head_next <= std_logic_vector(unsigned(pf_flight_head) + unsigned(std_logic_vector'("0000000" & pf_land)));
+    pf_land_entry <= pf_flight_rd(9 downto 0);
     pf_land_blk <= pf_land_beat;
     pf_land_blk_done <= pf_beat;
     pf_land_blk_data <= rd_tdata;
     pf_land_ok <= (pf_land and (not pf_land_err)) and (not rd_terr);
     pf_land_slot_qp <= pf_land_blk;
     pf_land_slot_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pf_land_slot_qp))));
-    pf_landing_qp <= pf_flight_rd;
+    pf_landing_qp <= pf_land_entry;
     pf_landing_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_landing_qp))));
     pf_load_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => pf_load)) or (pf_db_1h and std_logic_vector'(1023 downto 0 => pf_db_load));
     pf_land_1h <= pf_landing_1h and std_logic_vector'(1023 downto 0 => pf_land);
@@ -2698,13 +2903,190 @@ begin
     pf_use_pend <= pf_pend;
     pf_use_two <= pf_hit_two;
     pf_use_data <= pf_pop_blocks;
-    rd_tvalid <= rd_tvalid_all and (not pf_beat);
-    rd_eng_req <= rd_wqe_valid or g_req_v;
+    rd_eng_req <= rd_wqe_valid or (g_req_v and (not g_req_slot));
     pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
-    rd_req_valid <= rd_eng_req or pf_req_v;
-    rd_req_addr <= mux(g_req_v, g_addr, mux(rd_wqe_valid, rd_wqe_addr, pf_req_addr));
-    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, std_logic_vector'("0000000" & pf_req_cnt & "111111")));
-    rd_req_tag <= mux(g_req_v, x"01", mux(rd_wqe_valid, x"00", x"02"));
+    pa_blk_bbs <= pf_land_blk_data(19 downto 16);
+    pa_blk_start <= pf_land_blk_done and (b2l(std_logic_vector'('0' & pf_land_blk) = x"0") or b2l(std_logic_vector'('0' & pf_land_blk) = pa_parse_next));
+    pa_blk_bbs_ok <= (or pa_blk_bbs) and (not b2l(unsigned'(x"8") < unsigned(pa_blk_bbs)));
+    pa_cand <= (((pa_blk_start and (not (pf_land_err or rd_terr))) and pa_blk_bbs_ok) and ((((b2l(pf_land_blk_data(7 downto 0) = x"00") or b2l(pf_land_blk_data(7 downto 0) = x"01")) or b2l(pf_land_blk_data(7 downto 0) = x"02")) and (not pf_land_blk_data(11))) and (or pf_land_blk_data(28 downto 24)))) and (or pf_land_blk_data(351 downto 320));
+    pa_cq_wpos <= std_logic_vector(unsigned(pa_cq_count) - unsigned(std_logic_vector'("00" & pa_cq_pop)));
+    pa_cq0_push <= pa_cq_push and b2l(pa_cq_wpos = "000");
+    pa_cq1_push <= pa_cq_push and b2l(pa_cq_wpos = "001");
+    pa_cq2_push <= pa_cq_push and b2l(pa_cq_wpos = "010");
+    pa_cq3_push <= pa_cq_push and b2l(pa_cq_wpos = "011");
+    pa_cq_push <= pa_cand_v and b2l(unsigned(pa_cq_count) < unsigned'("100"));
+    pa_cq_v <= or pa_cq_count;
+    pa_dup <= or std_logic_vector'(
+        ((pa_s0_alloc and b2l(pa_s0_qp = pa_cq0_qp)) and b2l(pa_s0_idx = pa_cq0_idx)) &
+        ((pa_s1_alloc and b2l(pa_s1_qp = pa_cq0_qp)) and b2l(pa_s1_idx = pa_cq0_idx)) &
+        ((pa_s2_alloc and b2l(pa_s2_qp = pa_cq0_qp)) and b2l(pa_s2_idx = pa_cq0_idx)) &
+        ((pa_s3_alloc and b2l(pa_s3_qp = pa_cq0_qp)) and b2l(pa_s3_idx = pa_cq0_idx))
+    );
+    pa_any_free <= or std_logic_vector'(
+        (((not pa_s0_alloc) and (not pa_s0_inflight)) and (not pa_s0_in_use)) &
+        (((not pa_s1_alloc) and (not pa_s1_inflight)) and (not pa_s1_in_use)) &
+        (((not pa_s2_alloc) and (not pa_s2_inflight)) and (not pa_s2_in_use)) &
+        (((not pa_s3_alloc) and (not pa_s3_inflight)) and (not pa_s3_in_use))
+    );
+    pa_free_sel <= mux(((not pa_s0_alloc) and (not pa_s0_inflight)) and (not pa_s0_in_use), "00", mux(((not pa_s1_alloc) and (not pa_s1_inflight)) and (not pa_s1_in_use), "01", mux(((not pa_s2_alloc) and (not pa_s2_inflight)) and (not pa_s2_in_use), "10", "11")));
+    pa_idle <= b2l(pa_state = "00");
+    pa_chk_v <= (((pa_idle and pa_cq_v) and (not pa_dup)) and pa_any_free) and (not (ck_req or g_look));
+    pa_look_go <= pa_chk_v and m_chk_ready;
+    pa_cq_pop <= (pa_idle and pa_cq_v) and (pa_dup or pa_look_go);
+    pa_verdict <= (b2l(pa_state = "01") and s_chk_valid) and b2l(s_chk_tag = x"01");
+    pa_verdict_ok <= pa_verdict and b2l(s_chk_fault = "000");
+    pa_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
+    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_pg_left))), s_chk_run(12 downto 0), pa_pg_left);
+    pa_cur_qp <= pa_slot;
+    pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_cur_qp))));
+    pa_cur_alloc <= or std_logic_vector'(
+        (pa_cur_1h(0) and pa_s0_alloc) &
+        (pa_cur_1h(1) and pa_s1_alloc) &
+        (pa_cur_1h(2) and pa_s2_alloc) &
+        (pa_cur_1h(3) and pa_s3_alloc)
+    );
+    pa_rd_ask <= b2l(pa_state = "10") and pa_cur_alloc;
+    pa_rd_go <= pa_rd_ask and pa_grant;
+    pa_rd_len <= std_logic_vector(unsigned(std_logic_vector'(
+        "000" &
+        mux(pa_slot(1), mux(pa_slot(0), pa_s3_n, pa_s2_n), mux(pa_slot(0), pa_s1_n, pa_s0_n))
+    )) - unsigned'(x"0001"));
+    pa_beat <= rd_tvalid_all and rd_ttag(2);
+    pa_land_last <= pa_beat and rd_tlast;
+    pa_flight_wpos <= std_logic_vector(unsigned(pa_flight_count) - unsigned(std_logic_vector'("00" & pa_land_last)));
+    pa_flight0_push <= pa_rd_go and b2l(pa_flight_wpos = "000");
+    pa_flight1_push <= pa_rd_go and b2l(pa_flight_wpos = "001");
+    pa_flight2_push <= pa_rd_go and b2l(pa_flight_wpos = "010");
+    pa_flight3_push <= pa_rd_go and b2l(pa_flight_wpos = "011");
+    pa_land_bad <= (pa_land_err or rd_terr) or rd_berr;
+    pa_land_qp <= pa_flight0_slot;
+    pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_land_qp))));
+    pa_hit_any <= or std_logic_vector'(
+        (((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not
+            pa_s0_bad)) &
+        (((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not
+            pa_s1_bad)) &
+        (((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not
+            pa_s2_bad)) &
+        (((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not
+            pa_s3_bad))
+    );
+    pa_hit <= (g_req_first and (not rsp_mode)) and pa_hit_any;
+    pa_wait <= (g_req_first and (not rsp_mode)) and (or std_logic_vector'(
+        ((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_inflight) &
+        ((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_inflight) &
+        ((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_inflight) &
+        ((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_inflight)
+    ));
+    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not pa_s0_bad), "00", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not pa_s1_bad), "01", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not pa_s2_bad), "10", "11")));
+    pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
+    pa_hit_go <= pa_first_go and pa_hit_any;
+    pa_hit_qp <= pa_hit_sel;
+    pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_hit_qp))));
+    pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n))) - unsigned'("0000000000001"));
+    pa_last <= b2l(pa_ptr = pa_use_n(11 downto 6));
+    pa_take <= pa_src and (pk_take and pa_g_src);
+    pa_use_end <= pa_take and pa_last;
+    pa_use_qp <= pa_use_slot;
+    pa_use_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_use_qp))));
+    pa_keep <= std_logic_vector'(
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001001")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001000")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000111")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000110")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000101")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000100")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000011")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000010")))) &
+        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000001")))) &
+        '1'
+    );
+    pa_s0_new <= pa_look_go and b2l(pa_free_sel = "00");
+    pa_s0_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s0_idx));
+    pa_s0_drop <= (not pa_s0_in_use) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
+    pa_s1_new <= pa_look_go and b2l(pa_free_sel = "01");
+    pa_s1_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s1_idx));
+    pa_s1_drop <= (not pa_s1_in_use) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
+    pa_s2_new <= pa_look_go and b2l(pa_free_sel = "10");
+    pa_s2_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s2_idx));
+    pa_s2_drop <= (not pa_s2_in_use) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
+    pa_s3_new <= pa_look_go and b2l(pa_free_sel = "11");
+    pa_s3_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s3_idx));
+    pa_s3_drop <= (not pa_s3_in_use) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
+    pa_g_hit <= pa_hit;
+    pa_g_wait <= pa_wait;
+    pa_g_src <= pa_src;
+    pa_g_v <= pa_src and pa_primed;
+    pa_g_data <= pa_data_rd;
+    pa_g_keep <= pa_keep;
+    pa_grant <= ((pa_rd_ask and (not rd_eng_req)) and (not pf_req_v)) and rd_req_ready;
+    rd_tvalid <= (rd_tvalid_all and (not pf_beat)) and (not pa_beat);
+    rd_req_valid <= (rd_eng_req or pf_req_v) or pa_rd_ask;
+    rd_req_addr <= mux(g_req_v and (not g_req_slot), g_addr, mux(rd_wqe_valid, rd_wqe_addr, mux(pf_req_v, pf_req_addr, mux(pa_slot(1), mux(pa_slot(0), pa_s3_addr, pa_s2_addr), mux(pa_slot(0), pa_s1_addr, pa_s0_addr)))));
+    rd_req_len <= mux(g_req_v and (not g_req_slot), g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_v, std_logic_vector'("0000000" & pf_req_cnt & "111111"), pa_rd_len)));
+    rd_req_tag <= mux(g_req_v and (not g_req_slot), x"01", mux(rd_wqe_valid, x"00", mux(pf_req_v, x"02", x"04")));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
     fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
@@ -2712,14 +3094,14 @@ begin
     ddp_s_last_go <= ddp_s_go and ddp_s_last;
     msg_len <= mux(pay_from_buf, std_logic_vector'(x"0000" & pay_len), g_total);
     no_payload <= b2l(msg_len = x"00000000");
-    m_chk_valid <= ck_req or g_look;
-    m_chk_stag <= g_sge_lkey;
-    m_chk_need <= mux(rsp_mode, x"2", x"0");
-    m_chk_qp <= std_logic_vector'("0000000000000000000000" & cur_qp);
-    m_chk_pd <= cur_pd;
-    m_chk_to <= mux(in_state12, g_sge_addr, std_logic_vector(unsigned(g_sge_addr) + unsigned(std_logic_vector'(x"00000000" & g_off))));
-    m_chk_len <= mux(in_state12, g_sge_len, g_left);
-    m_chk_tag <= x"00";
+    m_chk_valid <= (ck_req or g_look) or pa_chk_v;
+    m_chk_stag <= mux(ck_req or g_look, g_sge_lkey, pa_cq0_lkey);
+    m_chk_need <= mux(rsp_mode, x"2", x"0") and std_logic_vector'(3 downto 0 => ck_req or g_look);
+    m_chk_qp <= mux(ck_req or g_look, std_logic_vector'("0000000000000000000000" & cur_qp), std_logic_vector'("0000000000000000000000" & pa_cq0_qp));
+    m_chk_pd <= mux(ck_req or g_look, cur_pd, pa_cq0_pd);
+    m_chk_to <= mux(ck_req or g_look, mux(in_state12, g_sge_addr, std_logic_vector(unsigned(g_sge_addr) + unsigned(std_logic_vector'(x"00000000" & g_off)))), pa_cq0_addr);
+    m_chk_len <= mux(ck_req or g_look, mux(in_state12, g_sge_len, g_left), pa_cq0_len);
+    m_chk_tag <= mux(ck_req or g_look, x"00", x"01");
     s_chk_ready <= '1';
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
     pub_room <= pub_slot and (not in_state11);
@@ -3040,7 +3422,7 @@ begin
         s_chk_run(31) &
         s_chk_run(30 downto 17) &
         pk_sum_lo(6) &
-        s_chk_tag &
+        pa_use_n(12) &
         ddp_m_tkeep &
         ddp_m_tuser_user &
         w_x(16) &
@@ -4812,7 +5194,7 @@ begin
             if rst = '1' then
                 g_pq_count <= x"0";
             else
-                g_pq_count <= std_logic_vector(unsigned(g_pq_wpos) + unsigned(std_logic_vector'("000" & g_req_go)));
+                g_pq_count <= std_logic_vector(unsigned(g_pq_wpos) + unsigned(std_logic_vector'("000" & g_pq_push)));
             end if;
         end if;
     end process;
@@ -5115,6 +5497,15 @@ begin
         end if;
     end process;
 
+    pf_q0_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q0_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5147,6 +5538,15 @@ begin
         if rising_edge(clk) then
             if pf_q1_w = '1' then
                 pf_q1_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5187,6 +5587,15 @@ begin
         end if;
     end process;
 
+    pf_q2_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q2_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5219,6 +5628,15 @@ begin
         if rising_edge(clk) then
             if pf_q3_w = '1' then
                 pf_q3_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5259,6 +5677,15 @@ begin
         end if;
     end process;
 
+    pf_q4_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q4_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5291,6 +5718,15 @@ begin
         if rising_edge(clk) then
             if pf_q5_w = '1' then
                 pf_q5_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5331,6 +5767,15 @@ begin
         end if;
     end process;
 
+    pf_q6_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q6_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5363,6 +5808,15 @@ begin
         if rising_edge(clk) then
             if pf_q7_w = '1' then
                 pf_q7_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5403,6 +5857,15 @@ begin
         end if;
     end process;
 
+    pf_q8_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q8_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5435,6 +5898,15 @@ begin
         if rising_edge(clk) then
             if pf_q9_w = '1' then
                 pf_q9_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5475,6 +5947,15 @@ begin
         end if;
     end process;
 
+    pf_q10_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q10_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5507,6 +5988,15 @@ begin
         if rising_edge(clk) then
             if pf_q11_w = '1' then
                 pf_q11_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5547,6 +6037,15 @@ begin
         end if;
     end process;
 
+    pf_q12_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q12_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5579,6 +6078,15 @@ begin
         if rising_edge(clk) then
             if pf_q13_w = '1' then
                 pf_q13_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5619,6 +6127,15 @@ begin
         end if;
     end process;
 
+    pf_q14_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q14_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5651,6 +6168,15 @@ begin
         if rising_edge(clk) then
             if pf_q15_w = '1' then
                 pf_q15_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5691,6 +6217,15 @@ begin
         end if;
     end process;
 
+    pf_q16_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q16_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5723,6 +6258,15 @@ begin
         if rising_edge(clk) then
             if pf_q17_w = '1' then
                 pf_q17_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5763,6 +6307,15 @@ begin
         end if;
     end process;
 
+    pf_q18_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q18_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5795,6 +6348,15 @@ begin
         if rising_edge(clk) then
             if pf_q19_w = '1' then
                 pf_q19_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5835,6 +6397,15 @@ begin
         end if;
     end process;
 
+    pf_q20_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q20_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5867,6 +6438,15 @@ begin
         if rising_edge(clk) then
             if pf_q21_w = '1' then
                 pf_q21_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5907,6 +6487,15 @@ begin
         end if;
     end process;
 
+    pf_q22_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q22_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5939,6 +6528,15 @@ begin
         if rising_edge(clk) then
             if pf_q23_w = '1' then
                 pf_q23_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -5979,6 +6577,15 @@ begin
         end if;
     end process;
 
+    pf_q24_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q24_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6011,6 +6618,15 @@ begin
         if rising_edge(clk) then
             if pf_q25_w = '1' then
                 pf_q25_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -6051,6 +6667,15 @@ begin
         end if;
     end process;
 
+    pf_q26_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q26_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6083,6 +6708,15 @@ begin
         if rising_edge(clk) then
             if pf_q27_w = '1' then
                 pf_q27_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -6123,6 +6757,15 @@ begin
         end if;
     end process;
 
+    pf_q28_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q28_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6155,6 +6798,15 @@ begin
         if rising_edge(clk) then
             if pf_q29_w = '1' then
                 pf_q29_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -6195,6 +6847,15 @@ begin
         end if;
     end process;
 
+    pf_q30_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
     pf_q30_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6227,6 +6888,15 @@ begin
         if rising_edge(clk) then
             if pf_q31_w = '1' then
                 pf_q31_idx <= pf_q_in_next and pf_q_in_mask;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_key <= pf_q_in_next;
             end if;
         end if;
     end process;
@@ -6410,6 +7080,737 @@ begin
                 pf_valid <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 pf_valid <= ((pf_valid and (not pf_load_1h)) or ((pf_land_1h and pf_want) and std_logic_vector'(1023 downto 0 => pf_land_ok))) and (not pf_clear_1h);
+            end if;
+        end if;
+    end process;
+
+    pa_parse_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_parse_next <= x"0";
+            elsif pa_blk_start = '1' then
+                pa_parse_next <= mux(pa_blk_bbs_ok, std_logic_vector(unsigned(std_logic_vector'('0' & pf_land_blk)) + unsigned(pa_blk_bbs)), x"f");
+            end if;
+        end if;
+    end process;
+
+    pa_cand_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_cand_v <= '0';
+            else
+                pa_cand_v <= pa_cand;
+            end if;
+        end if;
+    end process;
+
+    pa_cand_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_cand = '1' then
+                pa_cand_qp <= pf_land_entry;
+            end if;
+        end if;
+    end process;
+
+    pa_cand_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_cand = '1' then
+                pa_cand_idx <= std_logic_vector(unsigned(pf_flight_rd(25 downto 10)) + unsigned(std_logic_vector'("0000000000000" & pf_land_blk)));
+            end if;
+        end if;
+    end process;
+
+    pa_cand_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_cand = '1' then
+                pa_cand_addr <= pf_land_blk_data(319 downto 256);
+            end if;
+        end if;
+    end process;
+
+    pa_cand_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_cand = '1' then
+                pa_cand_len <= pf_land_blk_data(351 downto 320);
+            end if;
+        end if;
+    end process;
+
+    pa_cand_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_cand = '1' then
+                pa_cand_lkey <= pf_land_blk_data(383 downto 352);
+            end if;
+        end if;
+    end process;
+
+    pa_cq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_cq_count <= "000";
+            else
+                pa_cq_count <= std_logic_vector(unsigned(pa_cq_wpos) + unsigned(std_logic_vector'("00" & pa_cq_push)));
+            end if;
+        end if;
+    end process;
+
+    pa_cq0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_qp <= mux(pa_cq0_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_qp, pa_cq0_qp))));
+        end if;
+    end process;
+
+    pa_cq0_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_idx <= mux(pa_cq0_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_idx, pa_cq0_idx))));
+        end if;
+    end process;
+
+    pa_cq0_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_addr <= mux(pa_cq0_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_addr, pa_cq0_addr))));
+        end if;
+    end process;
+
+    pa_cq0_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_len <= mux(pa_cq0_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_len, pa_cq0_len))));
+        end if;
+    end process;
+
+    pa_cq0_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_lkey <= mux(pa_cq0_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_lkey, pa_cq0_lkey))));
+        end if;
+    end process;
+
+    pa_cq0_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq0_pd <= mux(pa_cq0_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_pd, pa_cq0_pd))));
+        end if;
+    end process;
+
+    pa_cq1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_qp <= mux(pa_cq1_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_qp, pa_cq1_qp)));
+        end if;
+    end process;
+
+    pa_cq1_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_idx <= mux(pa_cq1_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_idx, pa_cq1_idx)));
+        end if;
+    end process;
+
+    pa_cq1_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_addr <= mux(pa_cq1_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_addr, pa_cq1_addr)));
+        end if;
+    end process;
+
+    pa_cq1_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_len <= mux(pa_cq1_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_len, pa_cq1_len)));
+        end if;
+    end process;
+
+    pa_cq1_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_lkey <= mux(pa_cq1_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_lkey, pa_cq1_lkey)));
+        end if;
+    end process;
+
+    pa_cq1_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq1_pd <= mux(pa_cq1_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_pd, pa_cq1_pd)));
+        end if;
+    end process;
+
+    pa_cq2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_qp <= mux(pa_cq2_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_qp, pa_cq2_qp));
+        end if;
+    end process;
+
+    pa_cq2_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_idx <= mux(pa_cq2_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_idx, pa_cq2_idx));
+        end if;
+    end process;
+
+    pa_cq2_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_addr <= mux(pa_cq2_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_addr, pa_cq2_addr));
+        end if;
+    end process;
+
+    pa_cq2_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_len <= mux(pa_cq2_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_len, pa_cq2_len));
+        end if;
+    end process;
+
+    pa_cq2_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_lkey <= mux(pa_cq2_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_lkey, pa_cq2_lkey));
+        end if;
+    end process;
+
+    pa_cq2_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq2_pd <= mux(pa_cq2_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_pd, pa_cq2_pd));
+        end if;
+    end process;
+
+    pa_cq3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_qp <= mux(pa_cq3_push, pa_cand_qp, pa_cq3_qp);
+        end if;
+    end process;
+
+    pa_cq3_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_idx <= mux(pa_cq3_push, pa_cand_idx, pa_cq3_idx);
+        end if;
+    end process;
+
+    pa_cq3_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_addr <= mux(pa_cq3_push, pa_cand_addr, pa_cq3_addr);
+        end if;
+    end process;
+
+    pa_cq3_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_len <= mux(pa_cq3_push, pa_cand_len, pa_cq3_len);
+        end if;
+    end process;
+
+    pa_cq3_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_lkey <= mux(pa_cq3_push, pa_cand_lkey, pa_cq3_lkey);
+        end if;
+    end process;
+
+    pa_cq3_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq3_pd <= mux(pa_cq3_push, pa_pd_rd, pa_cq3_pd);
+        end if;
+    end process;
+
+    pa_state_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_state <= "00";
+            else
+                pa_state <= mux(pa_look_go, "01", mux(pa_verdict, mux(pa_verdict_ok and pa_cur_alloc, "10", "00"), mux(b2l(pa_state = "10") and (pa_rd_go or (not pa_cur_alloc)), "00", pa_state)));
+            end if;
+        end if;
+    end process;
+
+    pa_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_look_go = '1' then
+                pa_slot <= pa_free_sel;
+            end if;
+        end if;
+    end process;
+
+    pa_flight_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_flight_count <= "000";
+            else
+                pa_flight_count <= std_logic_vector(unsigned(pa_flight_wpos) + unsigned(std_logic_vector'("00" & pa_rd_go)));
+            end if;
+        end if;
+    end process;
+
+    pa_flight0_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight0_slot <= mux(pa_flight0_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight1_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "010"), pa_flight2_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "011"), pa_flight3_slot, pa_flight0_slot))));
+        end if;
+    end process;
+
+    pa_flight1_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight1_slot <= mux(pa_flight1_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight2_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "010"), pa_flight3_slot, pa_flight1_slot)));
+        end if;
+    end process;
+
+    pa_flight2_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight2_slot <= mux(pa_flight2_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight3_slot, pa_flight2_slot));
+        end if;
+    end process;
+
+    pa_flight3_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight3_slot <= mux(pa_flight3_push, pa_slot, pa_flight3_slot);
+        end if;
+    end process;
+
+    pa_land_beat_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_land_beat <= "000000";
+            elsif pa_beat = '1' then
+                pa_land_beat <= mux(pa_land_last, "000000", std_logic_vector(unsigned(pa_land_beat) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    pa_land_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_land_err <= '0';
+            elsif pa_beat = '1' then
+                pa_land_err <= (not pa_land_last) and ((pa_land_err or rd_terr) or rd_berr);
+            end if;
+        end if;
+    end process;
+
+    pa_src_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_src <= '0';
+            else
+                pa_src <= mux(pa_hit_go, '1', (pa_src and (not pa_use_end)) and (not fetch_go));
+            end if;
+        end if;
+    end process;
+
+    pa_use_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_hit_go = '1' then
+                pa_use_slot <= pa_hit_sel;
+            end if;
+        end if;
+    end process;
+
+    pa_ptr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_hit_go or pa_take) = '1' then
+                pa_ptr <= mux(pa_hit_go, "000000", std_logic_vector(unsigned(pa_ptr) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    pa_primed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_primed <= '0';
+            else
+                pa_primed <= pa_src and (not pa_hit_go);
+            end if;
+        end if;
+    end process;
+
+    pa_s0_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_alloc <= '0';
+            else
+                pa_s0_alloc <= pa_s0_new or ((pa_s0_alloc and (not pa_s0_drop)) and (not (pa_use_end and pa_use_1h(0))));
+            end if;
+        end if;
+    end process;
+
+    pa_s0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s0_new = '1' then
+                pa_s0_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s0_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s0_new = '1' then
+                pa_s0_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s0_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
+                pa_s0_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s0_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
+                pa_s0_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s0_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_inflight <= '0';
+            else
+                pa_s0_inflight <= (pa_rd_go and pa_cur_1h(0)) or (pa_s0_inflight and (not (pa_land_last and pa_land_1h(0))));
+            end if;
+        end if;
+    end process;
+
+    pa_s0_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_landed <= '0';
+            else
+                pa_s0_landed <= (not pa_s0_new) and ((pa_land_last and pa_land_1h(0)) or pa_s0_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s0_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_bad <= '0';
+            else
+                pa_s0_bad <= (not pa_s0_new) and (((pa_land_last and pa_land_1h(0)) and pa_land_bad) or pa_s0_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s0_in_use_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_in_use <= '0';
+            else
+                pa_s0_in_use <= mux(pa_hit_go and pa_hit_1h(0), '1', (pa_s0_in_use and (not (pa_use_end and pa_use_1h(0)))) and (not fetch_go));
+            end if;
+        end if;
+    end process;
+
+    pa_s1_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_alloc <= '0';
+            else
+                pa_s1_alloc <= pa_s1_new or ((pa_s1_alloc and (not pa_s1_drop)) and (not (pa_use_end and pa_use_1h(1))));
+            end if;
+        end if;
+    end process;
+
+    pa_s1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s1_new = '1' then
+                pa_s1_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s1_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s1_new = '1' then
+                pa_s1_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s1_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
+                pa_s1_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s1_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
+                pa_s1_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s1_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_inflight <= '0';
+            else
+                pa_s1_inflight <= (pa_rd_go and pa_cur_1h(1)) or (pa_s1_inflight and (not (pa_land_last and pa_land_1h(1))));
+            end if;
+        end if;
+    end process;
+
+    pa_s1_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_landed <= '0';
+            else
+                pa_s1_landed <= (not pa_s1_new) and ((pa_land_last and pa_land_1h(1)) or pa_s1_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s1_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_bad <= '0';
+            else
+                pa_s1_bad <= (not pa_s1_new) and (((pa_land_last and pa_land_1h(1)) and pa_land_bad) or pa_s1_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s1_in_use_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_in_use <= '0';
+            else
+                pa_s1_in_use <= mux(pa_hit_go and pa_hit_1h(1), '1', (pa_s1_in_use and (not (pa_use_end and pa_use_1h(1)))) and (not fetch_go));
+            end if;
+        end if;
+    end process;
+
+    pa_s2_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_alloc <= '0';
+            else
+                pa_s2_alloc <= pa_s2_new or ((pa_s2_alloc and (not pa_s2_drop)) and (not (pa_use_end and pa_use_1h(2))));
+            end if;
+        end if;
+    end process;
+
+    pa_s2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s2_new = '1' then
+                pa_s2_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s2_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s2_new = '1' then
+                pa_s2_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s2_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
+                pa_s2_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s2_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
+                pa_s2_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s2_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_inflight <= '0';
+            else
+                pa_s2_inflight <= (pa_rd_go and pa_cur_1h(2)) or (pa_s2_inflight and (not (pa_land_last and pa_land_1h(2))));
+            end if;
+        end if;
+    end process;
+
+    pa_s2_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_landed <= '0';
+            else
+                pa_s2_landed <= (not pa_s2_new) and ((pa_land_last and pa_land_1h(2)) or pa_s2_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s2_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_bad <= '0';
+            else
+                pa_s2_bad <= (not pa_s2_new) and (((pa_land_last and pa_land_1h(2)) and pa_land_bad) or pa_s2_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s2_in_use_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_in_use <= '0';
+            else
+                pa_s2_in_use <= mux(pa_hit_go and pa_hit_1h(2), '1', (pa_s2_in_use and (not (pa_use_end and pa_use_1h(2)))) and (not fetch_go));
+            end if;
+        end if;
+    end process;
+
+    pa_s3_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_alloc <= '0';
+            else
+                pa_s3_alloc <= pa_s3_new or ((pa_s3_alloc and (not pa_s3_drop)) and (not (pa_use_end and pa_use_1h(3))));
+            end if;
+        end if;
+    end process;
+
+    pa_s3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s3_new = '1' then
+                pa_s3_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s3_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s3_new = '1' then
+                pa_s3_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s3_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
+                pa_s3_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s3_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
+                pa_s3_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s3_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_inflight <= '0';
+            else
+                pa_s3_inflight <= (pa_rd_go and pa_cur_1h(3)) or (pa_s3_inflight and (not (pa_land_last and pa_land_1h(3))));
+            end if;
+        end if;
+    end process;
+
+    pa_s3_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_landed <= '0';
+            else
+                pa_s3_landed <= (not pa_s3_new) and ((pa_land_last and pa_land_1h(3)) or pa_s3_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s3_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_bad <= '0';
+            else
+                pa_s3_bad <= (not pa_s3_new) and (((pa_land_last and pa_land_1h(3)) and pa_land_bad) or pa_s3_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s3_in_use_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_in_use <= '0';
+            else
+                pa_s3_in_use <= mux(pa_hit_go and pa_hit_1h(3), '1', (pa_s3_in_use and (not (pa_use_end and pa_use_1h(3)))) and (not fetch_go));
             end if;
         end if;
     end process;
@@ -9780,7 +11181,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_grant = '1' then
-                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= pf_req_slot;
+                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= std_logic_vector'(pf_req_key & pf_req_slot);
             end if;
             pf_flight_rd <= pf_flight(to_integer(unsigned(pf_flight_head_next(6 downto 0))));
         end if;
@@ -9791,7 +11192,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(0)) = '1' then
-                pf_data0(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data0(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data0_rd <= pf_data0(to_integer(unsigned(pf_pop_slot)));
@@ -9804,7 +11205,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(1)) = '1' then
-                pf_data1(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data1(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data1_rd <= pf_data1(to_integer(unsigned(pf_pop_slot)));
@@ -9817,7 +11218,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(2)) = '1' then
-                pf_data2(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data2(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data2_rd <= pf_data2(to_integer(unsigned(pf_pop_slot)));
@@ -9830,7 +11231,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(3)) = '1' then
-                pf_data3(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data3(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data3_rd <= pf_data3(to_integer(unsigned(pf_pop_slot)));
@@ -9843,7 +11244,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(4)) = '1' then
-                pf_data4(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data4(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data4_rd <= pf_data4(to_integer(unsigned(pf_pop_slot)));
@@ -9856,7 +11257,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(5)) = '1' then
-                pf_data5(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data5(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data5_rd <= pf_data5(to_integer(unsigned(pf_pop_slot)));
@@ -9869,7 +11270,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(6)) = '1' then
-                pf_data6(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data6(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data6_rd <= pf_data6(to_integer(unsigned(pf_pop_slot)));
@@ -9882,10 +11283,39 @@ begin
     begin
         if rising_edge(clk) then
             if (pf_land_blk_done and pf_land_slot_1h(7)) = '1' then
-                pf_data7(to_integer(unsigned(pf_flight_rd))) <= pf_land_blk_data;
+                pf_data7(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pa_pd: synchronous write, synchronous read (block RAM)
+    pa_pd_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if cmd_create = '1' then
+                pa_pd(to_integer(unsigned(cmd_num))) <= s_qp_pd;
+            end if;
+            if pf_land_blk_done = '1' then
+                pa_pd_rd <= pa_pd(to_integer(unsigned(pf_land_entry)));
+            end if;
+        end if;
+    end process;
+
+    -- pa_data: synchronous write, synchronous read (block RAM)
+    pa_data_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_beat = '1' then
+                pa_data(to_integer(unsigned(std_logic_vector'(pa_flight0_slot & pa_land_beat)))) <= rd_tdata;
+            end if;
+            if pa_src = '1' then
+                pa_data_rd <= pa_data(to_integer(unsigned(std_logic_vector'(
+        pa_use_slot &
+        mux(pa_take, std_logic_vector(unsigned(pa_ptr) + unsigned'("000001")), pa_ptr)
+    ))));
             end if;
         end if;
     end process;
@@ -9913,7 +11343,7 @@ begin
             m_axis_tdata => rd_tdata,
             m_axis_tkeep => rd_tkeep,
             m_axis_tvalid => rd_tvalid_all,
-            m_axis_tready => (wb_from_dma or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush))) or pf_beat,
+            m_axis_tready => ((wb_from_dma or ((((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush)) and (not pa_g_src))) or pf_beat) or pa_beat,
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,

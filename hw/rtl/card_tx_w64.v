@@ -844,6 +844,13 @@ module card_tx_w64 (
     wire           ddp_desc_go;
     wire           ddp_s_ready;
     wire [127:0]   rsp_sge;                  // the Read Response's SGE: ADDR the source TO, LENGTH the size, LKEY the source STag
+    wire           pa_g_hit;
+    wire           pa_g_wait;
+    wire           pa_g_src;
+    wire           pa_g_v;
+    wire [63:0]    pa_g_data;
+    wire [7:0]     pa_g_keep;
+    wire           chk_v_gather;             // a verdict for the gather (tag 0; the payload read ahead's are tag 1)
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -893,6 +900,7 @@ module card_tx_w64 (
     wire [16:0]    g_req_n;                  // bytes of this request
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
+    wire           g_pq_push;                // a read goes to dma_rd
     reg  [3:0]     g_pq_count;               // entries held in g_pq
     reg  [63:0]    g_pq0_addr;
     reg  [63:0]    g_pq1_addr;
@@ -911,6 +919,8 @@ module card_tx_w64 (
     wire           g_pq5_push;
     wire           g_pq6_push;
     wire           g_pq7_push;
+    wire           g_req_first;              // the message's first request is offered
+    wire           g_req_slot;               // the request is taken from a payload slot, not read
     wire           g_piece_done;             // the piece's last request goes
     wire [16:0]    g_rd_len;                 // length minus one
     reg  [63:0]    pk_acc;                   // bytes held, from lane 0
@@ -925,6 +935,7 @@ module card_tx_w64 (
     wire           pk_zero;                  // a failed lookup or a faulted read: zeros for the rest
     wire           pk_in_v;
     wire           pk_take;                  // an input beat is taken
+    wire [7:0]     pk_in_keep;
     wire [3:0]     pk_keep_n;                // set bits of a thermometer mask
     wire           pk_rest_small;
     wire [3:0]     pk_n;                     // bytes in the input beat
@@ -1001,172 +1012,206 @@ module card_tx_w64 (
     wire           pf_q0_w;
     reg  [9:0]     pf_q0_slot;               // the read ahead's entry
     reg  [15:0]    pf_q0_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q0_key;                // ... unmasked
     reg  [57:0]    pf_q0_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q0_cnt;                // its blocks - 1
     wire           pf_q1_w;
     reg  [9:0]     pf_q1_slot;               // the read ahead's entry
     reg  [15:0]    pf_q1_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q1_key;                // ... unmasked
     reg  [57:0]    pf_q1_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q1_cnt;                // its blocks - 1
     wire           pf_q2_w;
     reg  [9:0]     pf_q2_slot;               // the read ahead's entry
     reg  [15:0]    pf_q2_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q2_key;                // ... unmasked
     reg  [57:0]    pf_q2_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q2_cnt;                // its blocks - 1
     wire           pf_q3_w;
     reg  [9:0]     pf_q3_slot;               // the read ahead's entry
     reg  [15:0]    pf_q3_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q3_key;                // ... unmasked
     reg  [57:0]    pf_q3_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q3_cnt;                // its blocks - 1
     wire           pf_q4_w;
     reg  [9:0]     pf_q4_slot;               // the read ahead's entry
     reg  [15:0]    pf_q4_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q4_key;                // ... unmasked
     reg  [57:0]    pf_q4_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q4_cnt;                // its blocks - 1
     wire           pf_q5_w;
     reg  [9:0]     pf_q5_slot;               // the read ahead's entry
     reg  [15:0]    pf_q5_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q5_key;                // ... unmasked
     reg  [57:0]    pf_q5_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q5_cnt;                // its blocks - 1
     wire           pf_q6_w;
     reg  [9:0]     pf_q6_slot;               // the read ahead's entry
     reg  [15:0]    pf_q6_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q6_key;                // ... unmasked
     reg  [57:0]    pf_q6_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q6_cnt;                // its blocks - 1
     wire           pf_q7_w;
     reg  [9:0]     pf_q7_slot;               // the read ahead's entry
     reg  [15:0]    pf_q7_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q7_key;                // ... unmasked
     reg  [57:0]    pf_q7_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q7_cnt;                // its blocks - 1
     wire           pf_q8_w;
     reg  [9:0]     pf_q8_slot;               // the read ahead's entry
     reg  [15:0]    pf_q8_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q8_key;                // ... unmasked
     reg  [57:0]    pf_q8_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q8_cnt;                // its blocks - 1
     wire           pf_q9_w;
     reg  [9:0]     pf_q9_slot;               // the read ahead's entry
     reg  [15:0]    pf_q9_idx;                // its first SQ block (masked)
+    reg  [15:0]    pf_q9_key;                // ... unmasked
     reg  [57:0]    pf_q9_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q9_cnt;                // its blocks - 1
     wire           pf_q10_w;
     reg  [9:0]     pf_q10_slot;              // the read ahead's entry
     reg  [15:0]    pf_q10_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q10_key;               // ... unmasked
     reg  [57:0]    pf_q10_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q10_cnt;               // its blocks - 1
     wire           pf_q11_w;
     reg  [9:0]     pf_q11_slot;              // the read ahead's entry
     reg  [15:0]    pf_q11_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q11_key;               // ... unmasked
     reg  [57:0]    pf_q11_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q11_cnt;               // its blocks - 1
     wire           pf_q12_w;
     reg  [9:0]     pf_q12_slot;              // the read ahead's entry
     reg  [15:0]    pf_q12_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q12_key;               // ... unmasked
     reg  [57:0]    pf_q12_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q12_cnt;               // its blocks - 1
     wire           pf_q13_w;
     reg  [9:0]     pf_q13_slot;              // the read ahead's entry
     reg  [15:0]    pf_q13_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q13_key;               // ... unmasked
     reg  [57:0]    pf_q13_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q13_cnt;               // its blocks - 1
     wire           pf_q14_w;
     reg  [9:0]     pf_q14_slot;              // the read ahead's entry
     reg  [15:0]    pf_q14_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q14_key;               // ... unmasked
     reg  [57:0]    pf_q14_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q14_cnt;               // its blocks - 1
     wire           pf_q15_w;
     reg  [9:0]     pf_q15_slot;              // the read ahead's entry
     reg  [15:0]    pf_q15_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q15_key;               // ... unmasked
     reg  [57:0]    pf_q15_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q15_cnt;               // its blocks - 1
     wire           pf_q16_w;
     reg  [9:0]     pf_q16_slot;              // the read ahead's entry
     reg  [15:0]    pf_q16_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q16_key;               // ... unmasked
     reg  [57:0]    pf_q16_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q16_cnt;               // its blocks - 1
     wire           pf_q17_w;
     reg  [9:0]     pf_q17_slot;              // the read ahead's entry
     reg  [15:0]    pf_q17_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q17_key;               // ... unmasked
     reg  [57:0]    pf_q17_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q17_cnt;               // its blocks - 1
     wire           pf_q18_w;
     reg  [9:0]     pf_q18_slot;              // the read ahead's entry
     reg  [15:0]    pf_q18_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q18_key;               // ... unmasked
     reg  [57:0]    pf_q18_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q18_cnt;               // its blocks - 1
     wire           pf_q19_w;
     reg  [9:0]     pf_q19_slot;              // the read ahead's entry
     reg  [15:0]    pf_q19_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q19_key;               // ... unmasked
     reg  [57:0]    pf_q19_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q19_cnt;               // its blocks - 1
     wire           pf_q20_w;
     reg  [9:0]     pf_q20_slot;              // the read ahead's entry
     reg  [15:0]    pf_q20_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q20_key;               // ... unmasked
     reg  [57:0]    pf_q20_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q20_cnt;               // its blocks - 1
     wire           pf_q21_w;
     reg  [9:0]     pf_q21_slot;              // the read ahead's entry
     reg  [15:0]    pf_q21_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q21_key;               // ... unmasked
     reg  [57:0]    pf_q21_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q21_cnt;               // its blocks - 1
     wire           pf_q22_w;
     reg  [9:0]     pf_q22_slot;              // the read ahead's entry
     reg  [15:0]    pf_q22_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q22_key;               // ... unmasked
     reg  [57:0]    pf_q22_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q22_cnt;               // its blocks - 1
     wire           pf_q23_w;
     reg  [9:0]     pf_q23_slot;              // the read ahead's entry
     reg  [15:0]    pf_q23_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q23_key;               // ... unmasked
     reg  [57:0]    pf_q23_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q23_cnt;               // its blocks - 1
     wire           pf_q24_w;
     reg  [9:0]     pf_q24_slot;              // the read ahead's entry
     reg  [15:0]    pf_q24_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q24_key;               // ... unmasked
     reg  [57:0]    pf_q24_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q24_cnt;               // its blocks - 1
     wire           pf_q25_w;
     reg  [9:0]     pf_q25_slot;              // the read ahead's entry
     reg  [15:0]    pf_q25_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q25_key;               // ... unmasked
     reg  [57:0]    pf_q25_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q25_cnt;               // its blocks - 1
     wire           pf_q26_w;
     reg  [9:0]     pf_q26_slot;              // the read ahead's entry
     reg  [15:0]    pf_q26_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q26_key;               // ... unmasked
     reg  [57:0]    pf_q26_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q26_cnt;               // its blocks - 1
     wire           pf_q27_w;
     reg  [9:0]     pf_q27_slot;              // the read ahead's entry
     reg  [15:0]    pf_q27_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q27_key;               // ... unmasked
     reg  [57:0]    pf_q27_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q27_cnt;               // its blocks - 1
     wire           pf_q28_w;
     reg  [9:0]     pf_q28_slot;              // the read ahead's entry
     reg  [15:0]    pf_q28_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q28_key;               // ... unmasked
     reg  [57:0]    pf_q28_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q28_cnt;               // its blocks - 1
     wire           pf_q29_w;
     reg  [9:0]     pf_q29_slot;              // the read ahead's entry
     reg  [15:0]    pf_q29_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q29_key;               // ... unmasked
     reg  [57:0]    pf_q29_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q29_cnt;               // its blocks - 1
     wire           pf_q30_w;
     reg  [9:0]     pf_q30_slot;              // the read ahead's entry
     reg  [15:0]    pf_q30_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q30_key;               // ... unmasked
     reg  [57:0]    pf_q30_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q30_cnt;               // its blocks - 1
     wire           pf_q31_w;
     reg  [9:0]     pf_q31_slot;              // the read ahead's entry
     reg  [15:0]    pf_q31_idx;               // its first SQ block (masked)
+    reg  [15:0]    pf_q31_key;               // ... unmasked
     reg  [57:0]    pf_q31_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q31_cnt;               // its blocks - 1
     wire [9:0]     pf_req_slot;              // the head read ahead's entry
     wire [15:0]    pf_req_idx;
     wire [57:0]    pf_req_base;
     wire [2:0]     pf_req_cnt;
+    wire [15:0]    pf_req_key;
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
     reg            pf_land_err;              // a beat of the landing read ahead got an error response
     wire           pf_land;                  // a read ahead's last beat
     wire [7:0]     pf_flight_head_next;
-    reg  [9:0]     pf_flight_rd;             // read data of pf_flight
+    reg  [25:0]    pf_flight_rd;             // read data of pf_flight
+    wire [9:0]     pf_land_entry;
     reg  [5:0]     pf_land_beat;             // beats of the landing read ahead taken
     wire [2:0]     pf_land_blk;              // the block the beat belongs to
     reg  [447:0]   pf_stage;                 // the block's beats so far, the latest on top
@@ -1206,6 +1251,155 @@ module card_tx_w64 (
     wire [63:0]    pf_req_addr;
     wire           pf_unused;                // tag bits the prefetch does not use
     wire           rd_eng_req;               // the engine or the gather asks for a read
+    wire           pa_grant;                 // dma_rd takes a payload slot's read
+    wire [3:0]     pa_blk_bbs;               // BBS of the block's header (if it starts a WQE)
+    reg  [3:0]     pa_parse_next;            // the next WQE start in the landing read ahead (15: none known)
+    wire           pa_blk_start;             // the block starts a WQE
+    wire           pa_blk_bbs_ok;
+    wire           pa_cand;                  // a gathered Send or Write with a non-empty SGE 0
+    reg            pa_cand_v;                // a candidate (its PD is read)
+    reg  [9:0]     pa_cand_qp;
+    reg  [15:0]    pa_cand_idx;              // its WQE's SQ index
+    reg  [63:0]    pa_cand_addr;             // SGE 0
+    reg  [31:0]    pa_cand_len;
+    reg  [31:0]    pa_cand_lkey;
+    reg  [31:0]    pa_pd_rd;                 // read data of pa_pd
+    wire           pa_cq_pop;                // the head candidate is looked up or dropped
+    wire           pa_cq_push;               // a candidate is queued (one that finds the queue full is dropped)
+    reg  [2:0]     pa_cq_count;              // entries held in pa_cq
+    reg  [9:0]     pa_cq0_qp;
+    reg  [15:0]    pa_cq0_idx;
+    reg  [63:0]    pa_cq0_addr;
+    reg  [31:0]    pa_cq0_len;
+    reg  [31:0]    pa_cq0_lkey;
+    reg  [31:0]    pa_cq0_pd;
+    reg  [9:0]     pa_cq1_qp;
+    reg  [15:0]    pa_cq1_idx;
+    reg  [63:0]    pa_cq1_addr;
+    reg  [31:0]    pa_cq1_len;
+    reg  [31:0]    pa_cq1_lkey;
+    reg  [31:0]    pa_cq1_pd;
+    reg  [9:0]     pa_cq2_qp;
+    reg  [15:0]    pa_cq2_idx;
+    reg  [63:0]    pa_cq2_addr;
+    reg  [31:0]    pa_cq2_len;
+    reg  [31:0]    pa_cq2_lkey;
+    reg  [31:0]    pa_cq2_pd;
+    reg  [9:0]     pa_cq3_qp;
+    reg  [15:0]    pa_cq3_idx;
+    reg  [63:0]    pa_cq3_addr;
+    reg  [31:0]    pa_cq3_len;
+    reg  [31:0]    pa_cq3_lkey;
+    reg  [31:0]    pa_cq3_pd;
+    wire [2:0]     pa_cq_wpos;               // where a pushed entry goes
+    wire           pa_cq0_push;
+    wire           pa_cq1_push;
+    wire           pa_cq2_push;
+    wire           pa_cq3_push;
+    wire           pa_cq_v;                  // a candidate waits
+    reg            pa_s0_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s0_inflight;           // its read is in dma_rd
+    reg            pa_s0_landed;             // its read landed
+    reg            pa_s0_bad;                // ... with an error response
+    reg            pa_s0_in_use;             // the packer reads it
+    reg  [9:0]     pa_s0_qp;                 // key: QP
+    reg  [15:0]    pa_s0_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s0_addr;               // host address read
+    reg  [12:0]    pa_s0_n;                  // bytes read (1..4096)
+    reg            pa_s1_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s1_inflight;           // its read is in dma_rd
+    reg            pa_s1_landed;             // its read landed
+    reg            pa_s1_bad;                // ... with an error response
+    reg            pa_s1_in_use;             // the packer reads it
+    reg  [9:0]     pa_s1_qp;                 // key: QP
+    reg  [15:0]    pa_s1_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s1_addr;               // host address read
+    reg  [12:0]    pa_s1_n;                  // bytes read (1..4096)
+    reg            pa_s2_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s2_inflight;           // its read is in dma_rd
+    reg            pa_s2_landed;             // its read landed
+    reg            pa_s2_bad;                // ... with an error response
+    reg            pa_s2_in_use;             // the packer reads it
+    reg  [9:0]     pa_s2_qp;                 // key: QP
+    reg  [15:0]    pa_s2_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s2_addr;               // host address read
+    reg  [12:0]    pa_s2_n;                  // bytes read (1..4096)
+    reg            pa_s3_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s3_inflight;           // its read is in dma_rd
+    reg            pa_s3_landed;             // its read landed
+    reg            pa_s3_bad;                // ... with an error response
+    reg            pa_s3_in_use;             // the packer reads it
+    reg  [9:0]     pa_s3_qp;                 // key: QP
+    reg  [15:0]    pa_s3_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s3_addr;               // host address read
+    reg  [12:0]    pa_s3_n;                  // bytes read (1..4096)
+    reg  [1:0]     pa_state;                 // 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
+    reg  [1:0]     pa_slot;                  // the slot being filled
+    wire           pa_dup;                   // the head candidate's key has a slot
+    wire           pa_any_free;
+    wire [1:0]     pa_free_sel;              // the lowest free slot
+    wire           pa_idle;
+    wire           pa_chk_v;                 // a lookup for the head candidate
+    wire           pa_look_go;
+    wire           pa_verdict;
+    wire           pa_verdict_ok;
+    wire [12:0]    pa_pg_left;               // bytes to the page's end
+    wire [12:0]    pa_rd_n;                  // the first request's bytes, as the gather issues it
+    wire [1:0]     pa_cur_qp;
+    wire [3:0]     pa_cur_1h;
+    wire           pa_cur_alloc;             // the slot being filled is still keyed
+    wire           pa_rd_ask;
+    wire           pa_rd_go;
+    wire [15:0]    pa_rd_len;                // length minus one
+    wire           pa_beat;                  // dma_rd's beat is a slot's
+    wire           pa_land_last;
+    reg  [2:0]     pa_flight_count;          // entries held in pa_flight
+    reg  [1:0]     pa_flight0_slot;
+    reg  [1:0]     pa_flight1_slot;
+    reg  [1:0]     pa_flight2_slot;
+    reg  [1:0]     pa_flight3_slot;
+    wire [2:0]     pa_flight_wpos;           // where a pushed entry goes
+    wire           pa_flight0_push;
+    wire           pa_flight1_push;
+    wire           pa_flight2_push;
+    wire           pa_flight3_push;
+    reg  [8:0]     pa_land_beat;             // beats of the landing read taken
+    reg            pa_land_err;              // a beat of the landing read had an error response
+    wire           pa_land_bad;
+    wire [1:0]     pa_land_qp;
+    wire [3:0]     pa_land_1h;
+    wire           pa_hit_any;               // a slot holds the request
+    wire           pa_hit;                   // the first request is in a slot landed whole
+    wire           pa_wait;                  // the first request is in a slot still landing
+    wire [1:0]     pa_hit_sel;
+    wire           pa_first_go;              // the message's first request goes
+    wire           pa_hit_go;                // ... from a slot
+    wire [1:0]     pa_hit_qp;
+    wire [3:0]     pa_hit_1h;
+    reg            pa_src;                   // the packer's input is the slot in use
+    reg  [1:0]     pa_use_slot;
+    reg  [8:0]     pa_ptr;                   // its beat at the memory's output
+    reg            pa_primed;                // the memory's output holds beat pa_ptr
+    wire [12:0]    pa_use_n;                 // its bytes - 1
+    wire           pa_last;                  // the slot's last beat
+    wire           pa_take;
+    wire           pa_use_end;               // the slot's last beat is taken: it is free
+    wire [1:0]     pa_use_qp;
+    wire [3:0]     pa_use_1h;
+    reg  [63:0]    pa_data_rd;               // read data of pa_data
+    wire [7:0]     pa_keep;                  // lanes of the beat: all but in the last
+    wire           pa_s0_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s0_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s0_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s1_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s1_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s1_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s2_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s2_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s2_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s3_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s3_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s3_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -1840,7 +2034,7 @@ module card_tx_w64 (
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
     reg  [18:0] pf_tag [0:1023];             // per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
-    reg  [9:0] pf_flight [0:127];            // the entry of each read ahead in flight, in issue order (read at the next head: the entry of the read ahead landing next)
+    reg  [25:0] pf_flight [0:127];           // the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     reg  [511:0] pf_data0 [0:1023];          // per entry: its block 0 read ahead
     reg  [511:0] pf_data1 [0:1023];          // per entry: its block 1 read ahead
     reg  [511:0] pf_data2 [0:1023];          // per entry: its block 2 read ahead
@@ -1849,6 +2043,8 @@ module card_tx_w64 (
     reg  [511:0] pf_data5 [0:1023];          // per entry: its block 5 read ahead
     reg  [511:0] pf_data6 [0:1023];          // per entry: its block 6 read ahead
     reg  [511:0] pf_data7 [0:1023];          // per entry: its block 7 read ahead
+    reg  [31:0] pa_pd [0:1023];              // per QP: its PD, for the lookups of its candidates
+    reg  [63:0] pa_data [0:2047];            // the slots' bytes: 512 beats each
     reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
 
     assign in_state0 = eng_state == 5'h00;
@@ -2354,6 +2550,7 @@ module card_tx_w64 (
     assign ddp_desc_valid = (in_state9 | ddp_desc_early) & ~desc_done;
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
+    assign chk_v_gather = s_chk_valid & (s_chk_tag == 8'h00);
     assign g_feed = in_state9 & ~pay_from_buf;
     assign g_st_wa = {2'h0, in_state15 ? 6'h01 : (in_state14 ? 6'h00 : buf_wa_full[5:0])};
     assign g_sge = {g_sge_b1_rd, g_sge_b0_rd};
@@ -2367,7 +2564,7 @@ module card_tx_w64 (
     assign ck_req = ck_have & ~ck_empty;
     assign ck_go = ck_req & m_chk_ready;
     assign ck_next = ck_go | (ck_have & ck_empty);
-    assign ck_verdict = in_state12 & s_chk_valid;
+    assign ck_verdict = in_state12 & chk_v_gather;
     assign ck_done = ((in_state12 & ~ck_ph) & ~ck_more) & (ck_got == ck_sent);
     assign g_more = (g_i < {1'h0, h_nsge}) & ~g_late_fault;
     assign g_rd = (g_feed & (g_ph == 2'h0)) & g_more;
@@ -2375,23 +2572,26 @@ module card_tx_w64 (
     assign g_skip = (g_feed & (g_ph == 2'h1)) & (g_left == 32'h00000000);
     assign g_look = (g_feed & (g_ph == 2'h1)) & ~(g_left == 32'h00000000);
     assign g_look_go = g_look & m_chk_ready;
-    assign g_verdict = (g_feed & (g_ph == 2'h2)) & s_chk_valid;
+    assign g_verdict = (g_feed & (g_ph == 2'h2)) & chk_v_gather;
     assign g_ok = g_verdict & ~|s_chk_fault;
     assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
     assign g_req_n = g_req_whole ? g_n : {4'h0, g_pg_left};
-    assign g_req_go = g_req_v & rd_req_ready;
+    assign g_req_go = g_req_v & (rd_req_ready | pa_g_hit);
+    assign g_pq_push = g_req_go & ~pa_g_hit;
     assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
-    assign g_pq0_push = g_req_go & (g_pq_wpos == 4'h0);
-    assign g_pq1_push = g_req_go & (g_pq_wpos == 4'h1);
-    assign g_pq2_push = g_req_go & (g_pq_wpos == 4'h2);
-    assign g_pq3_push = g_req_go & (g_pq_wpos == 4'h3);
-    assign g_pq4_push = g_req_go & (g_pq_wpos == 4'h4);
-    assign g_pq5_push = g_req_go & (g_pq_wpos == 4'h5);
-    assign g_pq6_push = g_req_go & (g_pq_wpos == 4'h6);
-    assign g_pq7_push = g_req_go & (g_pq_wpos == 4'h7);
-    assign g_req_v = ((g_feed & (g_ph == 2'h3)) & (g_pq_count < 4'h8)) & ~g_rd_fault;
+    assign g_pq0_push = g_pq_push & (g_pq_wpos == 4'h0);
+    assign g_pq1_push = g_pq_push & (g_pq_wpos == 4'h1);
+    assign g_pq2_push = g_pq_push & (g_pq_wpos == 4'h2);
+    assign g_pq3_push = g_pq_push & (g_pq_wpos == 4'h3);
+    assign g_pq4_push = g_pq_push & (g_pq_wpos == 4'h4);
+    assign g_pq5_push = g_pq_push & (g_pq_wpos == 4'h5);
+    assign g_pq6_push = g_pq_push & (g_pq_wpos == 4'h6);
+    assign g_pq7_push = g_pq_push & (g_pq_wpos == 4'h7);
+    assign g_req_first = (g_feed & (g_ph == 2'h3)) & (g_req == 32'h00000000);
+    assign g_req_v = (((g_feed & (g_ph == 2'h3)) & (g_pq_count < 4'h8)) & ~g_rd_fault) & ~pa_g_wait;
+    assign g_req_slot = g_req_v & pa_g_hit;
     assign g_piece_done = g_req_go & g_req_whole;
     assign g_sge_rd = ck_rd | g_rd;
     assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
@@ -2399,20 +2599,21 @@ module card_tx_w64 (
     assign pk_free = ~pk_v | ddp_s_ready;
     assign pk_rest = g_total - pk_in;
     assign pk_zero = ((g_feed & (g_late_fault | g_rd_fault)) & (pk_in == g_req)) & |pk_rest;
-    assign pk_in_v = ((g_feed & rd_tvalid) & rd_ttag[0]) | pk_zero;
+    assign pk_in_v = (g_feed & (pa_g_src ? pa_g_v : (rd_tvalid & rd_ttag[0]))) | pk_zero;
     assign pk_take = (pk_in_v & pk_free) & ~pk_flush;
-    assign pk_keep_n = (((((((4'h0 | ({4{(rd_tkeep[0] & ~rd_tkeep[1])}} & 4'h1)) | ({4{(rd_tkeep[1] & ~rd_tkeep[2])}} & 4'h2)) | ({4{(rd_tkeep[2] & ~rd_tkeep[3])}} & 4'h3)) | ({4{(rd_tkeep[3] & ~rd_tkeep[4])}} & 4'h4)) | ({4{(rd_tkeep[4] & ~rd_tkeep[5])}} & 4'h5)) | ({4{(rd_tkeep[5] & ~rd_tkeep[6])}} & 4'h6)) | ({4{(rd_tkeep[6] & ~rd_tkeep[7])}} & 4'h7)) | ({4{rd_tkeep[7]}} & 4'h8);
+    assign pk_in_keep = pa_g_src ? pa_g_keep : rd_tkeep;
+    assign pk_keep_n = (((((((4'h0 | ({4{(pk_in_keep[0] & ~pk_in_keep[1])}} & 4'h1)) | ({4{(pk_in_keep[1] & ~pk_in_keep[2])}} & 4'h2)) | ({4{(pk_in_keep[2] & ~pk_in_keep[3])}} & 4'h3)) | ({4{(pk_in_keep[3] & ~pk_in_keep[4])}} & 4'h4)) | ({4{(pk_in_keep[4] & ~pk_in_keep[5])}} & 4'h5)) | ({4{(pk_in_keep[5] & ~pk_in_keep[6])}} & 4'h6)) | ({4{(pk_in_keep[6] & ~pk_in_keep[7])}} & 4'h7)) | ({4{pk_in_keep[7]}} & 4'h8);
     assign pk_rest_small = pk_rest < 32'h00000008;
     assign pk_n = pk_zero ? (pk_rest_small ? pk_rest[3:0] : 4'h8) : pk_keep_n;
-    assign pk_in_data = rd_tdata & {
-        {8{(rd_tkeep[7] & ~pk_zero)}},
-        {8{(rd_tkeep[6] & ~pk_zero)}},
-        {8{(rd_tkeep[5] & ~pk_zero)}},
-        {8{(rd_tkeep[4] & ~pk_zero)}},
-        {8{(rd_tkeep[3] & ~pk_zero)}},
-        {8{(rd_tkeep[2] & ~pk_zero)}},
-        {8{(rd_tkeep[1] & ~pk_zero)}},
-        {8{(rd_tkeep[0] & ~pk_zero)}}
+    assign pk_in_data = (pa_g_src ? pa_g_data : rd_tdata) & {
+        {8{(pk_in_keep[7] & ~pk_zero)}},
+        {8{(pk_in_keep[6] & ~pk_zero)}},
+        {8{(pk_in_keep[5] & ~pk_zero)}},
+        {8{(pk_in_keep[4] & ~pk_zero)}},
+        {8{(pk_in_keep[3] & ~pk_zero)}},
+        {8{(pk_in_keep[2] & ~pk_zero)}},
+        {8{(pk_in_keep[1] & ~pk_zero)}},
+        {8{(pk_in_keep[0] & ~pk_zero)}}
     };
     assign pk_wide_in = {64'h0000000000000000, pk_in_data};
     assign pk_sh_0 = pk_cnt[0] ? {pk_wide_in[119:0], pk_wide_in[127:120]} : pk_wide_in;
@@ -2426,7 +2627,7 @@ module card_tx_w64 (
     assign pk_more = ((pk_take & pk_final) & ~(pk_sum == 4'h8)) & pk_full;
     assign pk_flush_go = pk_flush & pk_free;
     assign pk_sum_lo = pk_sum - 4'h8;
-    assign pk_pay_take = rd_tvalid & (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush);
+    assign pk_pay_take = rd_tvalid & ((((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush) & ~pa_g_src);
     assign g_pq_pop = pk_pay_take & rd_tlast;
     assign pk_fault_hit = (pk_pay_take & rd_berr) & ~g_rd_fault;
     assign gf_fault = g_rd_fault;
@@ -2507,16 +2708,18 @@ module card_tx_w64 (
     assign pf_req_idx = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_idx : pf_q30_idx) : (pf_q_rp[0] ? pf_q29_idx : pf_q28_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_idx : pf_q26_idx) : (pf_q_rp[0] ? pf_q25_idx : pf_q24_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_idx : pf_q22_idx) : (pf_q_rp[0] ? pf_q21_idx : pf_q20_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_idx : pf_q18_idx) : (pf_q_rp[0] ? pf_q17_idx : pf_q16_idx)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_idx : pf_q14_idx) : (pf_q_rp[0] ? pf_q13_idx : pf_q12_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_idx : pf_q10_idx) : (pf_q_rp[0] ? pf_q9_idx : pf_q8_idx))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_idx : pf_q6_idx) : (pf_q_rp[0] ? pf_q5_idx : pf_q4_idx)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_idx : pf_q2_idx) : (pf_q_rp[0] ? pf_q1_idx : pf_q0_idx))));
     assign pf_req_base = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_base : pf_q30_base) : (pf_q_rp[0] ? pf_q29_base : pf_q28_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_base : pf_q26_base) : (pf_q_rp[0] ? pf_q25_base : pf_q24_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_base : pf_q22_base) : (pf_q_rp[0] ? pf_q21_base : pf_q20_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_base : pf_q18_base) : (pf_q_rp[0] ? pf_q17_base : pf_q16_base)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_base : pf_q14_base) : (pf_q_rp[0] ? pf_q13_base : pf_q12_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_base : pf_q10_base) : (pf_q_rp[0] ? pf_q9_base : pf_q8_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_base : pf_q6_base) : (pf_q_rp[0] ? pf_q5_base : pf_q4_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_base : pf_q2_base) : (pf_q_rp[0] ? pf_q1_base : pf_q0_base))));
     assign pf_req_cnt = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_cnt : pf_q30_cnt) : (pf_q_rp[0] ? pf_q29_cnt : pf_q28_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_cnt : pf_q26_cnt) : (pf_q_rp[0] ? pf_q25_cnt : pf_q24_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_cnt : pf_q22_cnt) : (pf_q_rp[0] ? pf_q21_cnt : pf_q20_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_cnt : pf_q18_cnt) : (pf_q_rp[0] ? pf_q17_cnt : pf_q16_cnt)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_cnt : pf_q14_cnt) : (pf_q_rp[0] ? pf_q13_cnt : pf_q12_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_cnt : pf_q10_cnt) : (pf_q_rp[0] ? pf_q9_cnt : pf_q8_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_cnt : pf_q6_cnt) : (pf_q_rp[0] ? pf_q5_cnt : pf_q4_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_cnt : pf_q2_cnt) : (pf_q_rp[0] ? pf_q1_cnt : pf_q0_cnt))));
+    assign pf_req_key = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_key : pf_q30_key) : (pf_q_rp[0] ? pf_q29_key : pf_q28_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_key : pf_q26_key) : (pf_q_rp[0] ? pf_q25_key : pf_q24_key))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_key : pf_q22_key) : (pf_q_rp[0] ? pf_q21_key : pf_q20_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_key : pf_q18_key) : (pf_q_rp[0] ? pf_q17_key : pf_q16_key)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_key : pf_q14_key) : (pf_q_rp[0] ? pf_q13_key : pf_q12_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_key : pf_q10_key) : (pf_q_rp[0] ? pf_q9_key : pf_q8_key))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_key : pf_q6_key) : (pf_q_rp[0] ? pf_q5_key : pf_q4_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_key : pf_q2_key) : (pf_q_rp[0] ? pf_q1_key : pf_q0_key))));
     assign pf_beat = rd_tvalid_all & rd_ttag[1];
     assign pf_land = pf_beat & rd_tlast;
     assign pf_flight_head_next = pf_flight_head + {7'h00, pf_land};
+    assign pf_land_entry = pf_flight_rd[9:0];
     assign pf_land_blk = pf_land_beat[5:3];
     assign pf_land_blk_done = pf_beat & (pf_land_beat[2:0] == 3'h7);
     assign pf_land_blk_data = {rd_tdata, pf_stage};
     assign pf_land_ok = (pf_land & ~pf_land_err) & ~rd_terr;
     assign pf_land_slot_qp = pf_land_blk;
     assign pf_land_slot_1h = {{7{1'b0}}, 1'b1} << pf_land_slot_qp;
-    assign pf_landing_qp = pf_flight_rd;
+    assign pf_landing_qp = pf_land_entry;
     assign pf_landing_1h = {{1023{1'b0}}, 1'b1} << pf_landing_qp;
     assign pf_load_1h = (pf_cur_1h & {1024{pf_load}}) | (pf_db_1h & {1024{pf_db_load}});
     assign pf_land_1h = pf_landing_1h & {1024{pf_land}};
@@ -2543,13 +2746,127 @@ module card_tx_w64 (
     assign pf_use_pend = pf_pend;
     assign pf_use_two = pf_hit_two;
     assign pf_use_data = pf_pop_blocks;
-    assign rd_tvalid = rd_tvalid_all & ~pf_beat;
-    assign rd_eng_req = rd_wqe_valid | g_req_v;
+    assign rd_eng_req = rd_wqe_valid | (g_req_v & ~g_req_slot);
     assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
-    assign rd_req_valid = rd_eng_req | pf_req_v;
-    assign rd_req_addr = g_req_v ? g_addr : (rd_wqe_valid ? rd_wqe_addr : pf_req_addr);
-    assign rd_req_len = g_req_v ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : {7'h00, pf_req_cnt, 6'h3f});
-    assign rd_req_tag = g_req_v ? 8'h01 : (rd_wqe_valid ? 8'h00 : 8'h02);
+    assign pa_blk_bbs = pf_land_blk_data[19:16];
+    assign pa_blk_start = pf_land_blk_done & (({1'h0, pf_land_blk} == 4'h0) | ({1'h0, pf_land_blk} == pa_parse_next));
+    assign pa_blk_bbs_ok = |pa_blk_bbs & ~(4'h8 < pa_blk_bbs);
+    assign pa_cand = (((pa_blk_start & ~(pf_land_err | rd_terr)) & pa_blk_bbs_ok) & (((((pf_land_blk_data[7:0] == 8'h00) | (pf_land_blk_data[7:0] == 8'h01)) | (pf_land_blk_data[7:0] == 8'h02)) & ~pf_land_blk_data[11]) & |pf_land_blk_data[28:24])) & |pf_land_blk_data[351:320];
+    assign pa_cq_wpos = pa_cq_count - {2'h0, pa_cq_pop};
+    assign pa_cq0_push = pa_cq_push & (pa_cq_wpos == 3'h0);
+    assign pa_cq1_push = pa_cq_push & (pa_cq_wpos == 3'h1);
+    assign pa_cq2_push = pa_cq_push & (pa_cq_wpos == 3'h2);
+    assign pa_cq3_push = pa_cq_push & (pa_cq_wpos == 3'h3);
+    assign pa_cq_push = pa_cand_v & (pa_cq_count < 3'h4);
+    assign pa_cq_v = |pa_cq_count;
+    assign pa_dup = |{
+        (pa_s0_alloc & (pa_s0_qp == pa_cq0_qp)) & (pa_s0_idx == pa_cq0_idx),
+        (pa_s1_alloc & (pa_s1_qp == pa_cq0_qp)) & (pa_s1_idx == pa_cq0_idx),
+        (pa_s2_alloc & (pa_s2_qp == pa_cq0_qp)) & (pa_s2_idx == pa_cq0_idx),
+        (pa_s3_alloc & (pa_s3_qp == pa_cq0_qp)) & (pa_s3_idx == pa_cq0_idx)
+    };
+    assign pa_any_free = |{
+        (~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use,
+        (~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use,
+        (~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use,
+        (~pa_s3_alloc & ~pa_s3_inflight) & ~pa_s3_in_use
+    };
+    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use) ? 2'h2 : 2'h3));
+    assign pa_idle = pa_state == 2'h0;
+    assign pa_chk_v = (((pa_idle & pa_cq_v) & ~pa_dup) & pa_any_free) & ~(ck_req | g_look);
+    assign pa_look_go = pa_chk_v & m_chk_ready;
+    assign pa_cq_pop = (pa_idle & pa_cq_v) & (pa_dup | pa_look_go);
+    assign pa_verdict = ((pa_state == 2'h1) & s_chk_valid) & (s_chk_tag == 8'h01);
+    assign pa_verdict_ok = pa_verdict & (s_chk_fault == 3'h0);
+    assign pa_pg_left = 13'h1000 - {1'h0, s_chk_addr[11:0]};
+    assign pa_rd_n = (s_chk_run < {19'h00000, pa_pg_left}) ? s_chk_run[12:0] : pa_pg_left;
+    assign pa_cur_qp = pa_slot;
+    assign pa_cur_1h = {{3{1'b0}}, 1'b1} << pa_cur_qp;
+    assign pa_cur_alloc = |{
+        pa_cur_1h[0] & pa_s0_alloc,
+        pa_cur_1h[1] & pa_s1_alloc,
+        pa_cur_1h[2] & pa_s2_alloc,
+        pa_cur_1h[3] & pa_s3_alloc
+    };
+    assign pa_rd_ask = (pa_state == 2'h2) & pa_cur_alloc;
+    assign pa_rd_go = pa_rd_ask & pa_grant;
+    assign pa_rd_len = {3'h0, pa_slot[1] ? (pa_slot[0] ? pa_s3_n : pa_s2_n) : (pa_slot[0] ? pa_s1_n : pa_s0_n)} - 16'h0001;
+    assign pa_beat = rd_tvalid_all & rd_ttag[2];
+    assign pa_land_last = pa_beat & rd_tlast;
+    assign pa_flight_wpos = pa_flight_count - {2'h0, pa_land_last};
+    assign pa_flight0_push = pa_rd_go & (pa_flight_wpos == 3'h0);
+    assign pa_flight1_push = pa_rd_go & (pa_flight_wpos == 3'h1);
+    assign pa_flight2_push = pa_rd_go & (pa_flight_wpos == 3'h2);
+    assign pa_flight3_push = pa_rd_go & (pa_flight_wpos == 3'h3);
+    assign pa_land_bad = (pa_land_err | rd_terr) | rd_berr;
+    assign pa_land_qp = pa_flight0_slot;
+    assign pa_land_1h = {{3{1'b0}}, 1'b1} << pa_land_qp;
+    assign pa_hit_any = |{
+        ((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
+            == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad,
+        ((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr
+            == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad,
+        ((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
+            == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad,
+        ((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad
+    };
+    assign pa_hit = (g_req_first & ~rsp_mode) & pa_hit_any;
+    assign pa_wait = (g_req_first & ~rsp_mode) & |{
+        (((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
+            == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_inflight,
+        (((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr
+            == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_inflight,
+        (((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
+            == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_inflight,
+        (((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_inflight
+    };
+    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad) ? 2'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad) ? 2'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad) ? 2'h2 : 2'h3));
+    assign pa_first_go = (g_req_first & ~rsp_mode) & g_req_go;
+    assign pa_hit_go = pa_first_go & pa_hit_any;
+    assign pa_hit_qp = pa_hit_sel;
+    assign pa_hit_1h = {{3{1'b0}}, 1'b1} << pa_hit_qp;
+    assign pa_use_n = (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s3_n : pa_s2_n) : (pa_use_slot[0] ? pa_s1_n : pa_s0_n)) - 13'h0001;
+    assign pa_last = pa_ptr == pa_use_n[11:3];
+    assign pa_take = pa_src & (pk_take & pa_g_src);
+    assign pa_use_end = pa_take & pa_last;
+    assign pa_use_qp = pa_use_slot;
+    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
+    assign pa_keep = {
+        ~pa_last | ~(pa_use_n[2:0] < 3'h7),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h6),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h5),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h4),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h3),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h2),
+        ~pa_last | ~(pa_use_n[2:0] < 3'h1),
+        1'h1
+    };
+    assign pa_s0_new = pa_look_go & (pa_free_sel == 2'h0);
+    assign pa_s0_behind = cur_sq_next - pa_s0_idx;
+    assign pa_s0_drop = ~pa_s0_in_use & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
+    assign pa_s1_new = pa_look_go & (pa_free_sel == 2'h1);
+    assign pa_s1_behind = cur_sq_next - pa_s1_idx;
+    assign pa_s1_drop = ~pa_s1_in_use & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
+    assign pa_s2_new = pa_look_go & (pa_free_sel == 2'h2);
+    assign pa_s2_behind = cur_sq_next - pa_s2_idx;
+    assign pa_s2_drop = ~pa_s2_in_use & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
+    assign pa_s3_new = pa_look_go & (pa_free_sel == 2'h3);
+    assign pa_s3_behind = cur_sq_next - pa_s3_idx;
+    assign pa_s3_drop = ~pa_s3_in_use & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_g_hit = pa_hit;
+    assign pa_g_wait = pa_wait;
+    assign pa_g_src = pa_src;
+    assign pa_g_v = pa_src & pa_primed;
+    assign pa_g_data = pa_data_rd;
+    assign pa_g_keep = pa_keep;
+    assign pa_grant = ((pa_rd_ask & ~rd_eng_req) & ~pf_req_v) & rd_req_ready;
+    assign rd_tvalid = (rd_tvalid_all & ~pf_beat) & ~pa_beat;
+    assign rd_req_valid = (rd_eng_req | pf_req_v) | pa_rd_ask;
+    assign rd_req_addr = (g_req_v & ~g_req_slot) ? g_addr : (rd_wqe_valid ? rd_wqe_addr : (pf_req_v ? pf_req_addr : (pa_slot[1] ? (pa_slot[0] ? pa_s3_addr : pa_s2_addr) : (pa_slot[0] ? pa_s1_addr : pa_s0_addr))));
+    assign rd_req_len = (g_req_v & ~g_req_slot) ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_v ? {7'h00, pf_req_cnt, 6'h3f} : pa_rd_len));
+    assign rd_req_tag = (g_req_v & ~g_req_slot) ? 8'h01 : (rd_wqe_valid ? 8'h00 : (pf_req_v ? 8'h02 : 8'h04));
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
     assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
@@ -2557,14 +2874,14 @@ module card_tx_w64 (
     assign ddp_s_last_go = ddp_s_go & ddp_s_last;
     assign msg_len = pay_from_buf ? {16'h0000, pay_len} : g_total;
     assign no_payload = msg_len == 32'h00000000;
-    assign m_chk_valid = ck_req | g_look;
-    assign m_chk_stag = g_sge_lkey;
-    assign m_chk_need = rsp_mode ? 4'h2 : 4'h0;
-    assign m_chk_qp = {22'h000000, cur_qp};
-    assign m_chk_pd = cur_pd;
-    assign m_chk_to = in_state12 ? g_sge_addr : (g_sge_addr + {32'h00000000, g_off});
-    assign m_chk_len = in_state12 ? g_sge_len : g_left;
-    assign m_chk_tag = 8'h00;
+    assign m_chk_valid = (ck_req | g_look) | pa_chk_v;
+    assign m_chk_stag = (ck_req | g_look) ? g_sge_lkey : pa_cq0_lkey;
+    assign m_chk_need = (rsp_mode ? 4'h2 : 4'h0) & {4{(ck_req | g_look)}};
+    assign m_chk_qp = (ck_req | g_look) ? {22'h000000, cur_qp} : {22'h000000, pa_cq0_qp};
+    assign m_chk_pd = (ck_req | g_look) ? cur_pd : pa_cq0_pd;
+    assign m_chk_to = (ck_req | g_look) ? (in_state12 ? g_sge_addr : (g_sge_addr + {32'h00000000, g_off})) : pa_cq0_addr;
+    assign m_chk_len = (ck_req | g_look) ? (in_state12 ? g_sge_len : g_left) : pa_cq0_len;
+    assign m_chk_tag = (ck_req | g_look) ? 8'h00 : 8'h01;
     assign s_chk_ready = 1'h1;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
     assign pub_room = pub_slot & ~in_state11;
@@ -2877,7 +3194,7 @@ module card_tx_w64 (
         s_chk_run[31],
         s_chk_run[30:17],
         pk_sum_lo[3],
-        s_chk_tag,
+        pa_use_n[12],
         ddp_m_tkeep,
         ddp_m_tuser_user,
         w_x[16],
@@ -4101,7 +4418,7 @@ module card_tx_w64 (
         if (rst) begin
             g_pq_count <= 4'h0;
         end else begin
-            g_pq_count <= g_pq_wpos + {3'h0, g_req_go};
+            g_pq_count <= g_pq_wpos + {3'h0, g_pq_push};
         end
     end
 
@@ -4309,6 +4626,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q0_w) begin
+            pf_q0_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q0_w) begin
             pf_q0_base <= pf_q_in_base;
         end
     end
@@ -4328,6 +4651,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q1_w) begin
             pf_q1_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_key <= pf_q_in_next;
         end
     end
 
@@ -4357,6 +4686,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q2_w) begin
+            pf_q2_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
             pf_q2_base <= pf_q_in_base;
         end
     end
@@ -4376,6 +4711,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q3_w) begin
             pf_q3_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_key <= pf_q_in_next;
         end
     end
 
@@ -4405,6 +4746,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q4_w) begin
+            pf_q4_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
             pf_q4_base <= pf_q_in_base;
         end
     end
@@ -4424,6 +4771,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q5_w) begin
             pf_q5_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_key <= pf_q_in_next;
         end
     end
 
@@ -4453,6 +4806,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q6_w) begin
+            pf_q6_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
             pf_q6_base <= pf_q_in_base;
         end
     end
@@ -4472,6 +4831,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q7_w) begin
             pf_q7_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_key <= pf_q_in_next;
         end
     end
 
@@ -4501,6 +4866,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q8_w) begin
+            pf_q8_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
             pf_q8_base <= pf_q_in_base;
         end
     end
@@ -4520,6 +4891,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q9_w) begin
             pf_q9_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_key <= pf_q_in_next;
         end
     end
 
@@ -4549,6 +4926,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q10_w) begin
+            pf_q10_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
             pf_q10_base <= pf_q_in_base;
         end
     end
@@ -4568,6 +4951,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q11_w) begin
             pf_q11_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_key <= pf_q_in_next;
         end
     end
 
@@ -4597,6 +4986,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q12_w) begin
+            pf_q12_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
             pf_q12_base <= pf_q_in_base;
         end
     end
@@ -4616,6 +5011,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q13_w) begin
             pf_q13_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_key <= pf_q_in_next;
         end
     end
 
@@ -4645,6 +5046,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q14_w) begin
+            pf_q14_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
             pf_q14_base <= pf_q_in_base;
         end
     end
@@ -4664,6 +5071,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q15_w) begin
             pf_q15_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_key <= pf_q_in_next;
         end
     end
 
@@ -4693,6 +5106,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q16_w) begin
+            pf_q16_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
             pf_q16_base <= pf_q_in_base;
         end
     end
@@ -4712,6 +5131,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q17_w) begin
             pf_q17_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_key <= pf_q_in_next;
         end
     end
 
@@ -4741,6 +5166,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q18_w) begin
+            pf_q18_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
             pf_q18_base <= pf_q_in_base;
         end
     end
@@ -4760,6 +5191,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q19_w) begin
             pf_q19_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_key <= pf_q_in_next;
         end
     end
 
@@ -4789,6 +5226,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q20_w) begin
+            pf_q20_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
             pf_q20_base <= pf_q_in_base;
         end
     end
@@ -4808,6 +5251,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q21_w) begin
             pf_q21_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_key <= pf_q_in_next;
         end
     end
 
@@ -4837,6 +5286,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q22_w) begin
+            pf_q22_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
             pf_q22_base <= pf_q_in_base;
         end
     end
@@ -4856,6 +5311,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q23_w) begin
             pf_q23_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_key <= pf_q_in_next;
         end
     end
 
@@ -4885,6 +5346,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q24_w) begin
+            pf_q24_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
             pf_q24_base <= pf_q_in_base;
         end
     end
@@ -4904,6 +5371,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q25_w) begin
             pf_q25_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_key <= pf_q_in_next;
         end
     end
 
@@ -4933,6 +5406,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q26_w) begin
+            pf_q26_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
             pf_q26_base <= pf_q_in_base;
         end
     end
@@ -4952,6 +5431,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q27_w) begin
             pf_q27_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_key <= pf_q_in_next;
         end
     end
 
@@ -4981,6 +5466,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q28_w) begin
+            pf_q28_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
             pf_q28_base <= pf_q_in_base;
         end
     end
@@ -5000,6 +5491,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q29_w) begin
             pf_q29_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_key <= pf_q_in_next;
         end
     end
 
@@ -5029,6 +5526,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q30_w) begin
+            pf_q30_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
             pf_q30_base <= pf_q_in_base;
         end
     end
@@ -5048,6 +5551,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q31_w) begin
             pf_q31_idx <= pf_q_in_next & pf_q_in_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_key <= pf_q_in_next;
         end
     end
 
@@ -5186,6 +5695,494 @@ module card_tx_w64 (
             pf_valid <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             pf_valid <= ((pf_valid & ~pf_load_1h) | ((pf_land_1h & pf_want) & {1024{pf_land_ok}})) & ~pf_clear_1h;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_parse_next <= 4'h0;
+        end else if (pa_blk_start) begin
+            pa_parse_next <= pa_blk_bbs_ok ? ({1'h0, pf_land_blk} + pa_blk_bbs) : 4'hf;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_cand_v <= 1'h0;
+        end else begin
+            pa_cand_v <= pa_cand;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_cand) begin
+            pa_cand_qp <= pf_land_entry;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_cand) begin
+            pa_cand_idx <= pf_flight_rd[25:10] + {13'h0000, pf_land_blk};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_cand) begin
+            pa_cand_addr <= pf_land_blk_data[319:256];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_cand) begin
+            pa_cand_len <= pf_land_blk_data[351:320];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_cand) begin
+            pa_cand_lkey <= pf_land_blk_data[383:352];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_cq_count <= 3'h0;
+        end else begin
+            pa_cq_count <= pa_cq_wpos + {2'h0, pa_cq_push};
+        end
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_qp <= pa_cq0_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_qp : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_qp : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_qp : pa_cq0_qp)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_idx <= pa_cq0_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_idx : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_idx : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_idx : pa_cq0_idx)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_addr <= pa_cq0_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_addr : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_addr : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_addr : pa_cq0_addr)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_len <= pa_cq0_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_len : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_len : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_len : pa_cq0_len)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_lkey <= pa_cq0_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_lkey : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_lkey : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_lkey : pa_cq0_lkey)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq0_pd <= pa_cq0_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_pd : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_pd : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_pd : pa_cq0_pd)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_qp <= pa_cq1_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_qp : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_qp : pa_cq1_qp));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_idx <= pa_cq1_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_idx : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_idx : pa_cq1_idx));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_addr <= pa_cq1_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_addr : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_addr : pa_cq1_addr));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_len <= pa_cq1_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_len : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_len : pa_cq1_len));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_lkey <= pa_cq1_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_lkey : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_lkey : pa_cq1_lkey));
+    end
+
+    always @(posedge clk) begin
+        pa_cq1_pd <= pa_cq1_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_pd : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_pd : pa_cq1_pd));
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_qp <= pa_cq2_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_qp : pa_cq2_qp);
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_idx <= pa_cq2_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_idx : pa_cq2_idx);
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_addr <= pa_cq2_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_addr : pa_cq2_addr);
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_len <= pa_cq2_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_len : pa_cq2_len);
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_lkey <= pa_cq2_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_lkey : pa_cq2_lkey);
+    end
+
+    always @(posedge clk) begin
+        pa_cq2_pd <= pa_cq2_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_pd : pa_cq2_pd);
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_qp <= pa_cq3_push ? pa_cand_qp : pa_cq3_qp;
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_idx <= pa_cq3_push ? pa_cand_idx : pa_cq3_idx;
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_addr <= pa_cq3_push ? pa_cand_addr : pa_cq3_addr;
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_len <= pa_cq3_push ? pa_cand_len : pa_cq3_len;
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_lkey <= pa_cq3_push ? pa_cand_lkey : pa_cq3_lkey;
+    end
+
+    always @(posedge clk) begin
+        pa_cq3_pd <= pa_cq3_push ? pa_pd_rd : pa_cq3_pd;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_state <= 2'h0;
+        end else begin
+            pa_state <= pa_look_go ? 2'h1 : (pa_verdict ? ((pa_verdict_ok & pa_cur_alloc) ? 2'h2 : 2'h0) : (((pa_state == 2'h2) & (pa_rd_go | ~pa_cur_alloc)) ? 2'h0 : pa_state));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_look_go) begin
+            pa_slot <= pa_free_sel;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_flight_count <= 3'h0;
+        end else begin
+            pa_flight_count <= pa_flight_wpos + {2'h0, pa_rd_go};
+        end
+    end
+
+    always @(posedge clk) begin
+        pa_flight0_slot <= pa_flight0_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight1_slot : (({2'h0, pa_land_last} == 3'h2) ? pa_flight2_slot : (({2'h0, pa_land_last} == 3'h3) ? pa_flight3_slot : pa_flight0_slot)));
+    end
+
+    always @(posedge clk) begin
+        pa_flight1_slot <= pa_flight1_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight2_slot : (({2'h0, pa_land_last} == 3'h2) ? pa_flight3_slot : pa_flight1_slot));
+    end
+
+    always @(posedge clk) begin
+        pa_flight2_slot <= pa_flight2_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight3_slot : pa_flight2_slot);
+    end
+
+    always @(posedge clk) begin
+        pa_flight3_slot <= pa_flight3_push ? pa_slot : pa_flight3_slot;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_land_beat <= 9'h000;
+        end else if (pa_beat) begin
+            pa_land_beat <= pa_land_last ? 9'h000 : (pa_land_beat + 9'h001);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_land_err <= 1'h0;
+        end else if (pa_beat) begin
+            pa_land_err <= ~pa_land_last & ((pa_land_err | rd_terr) | rd_berr);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_src <= 1'h0;
+        end else begin
+            pa_src <= pa_hit_go ? 1'h1 : ((pa_src & ~pa_use_end) & ~fetch_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_hit_go) begin
+            pa_use_slot <= pa_hit_sel;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_hit_go | pa_take) begin
+            pa_ptr <= pa_hit_go ? 9'h000 : (pa_ptr + 9'h001);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_primed <= 1'h0;
+        end else begin
+            pa_primed <= pa_src & ~pa_hit_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_alloc <= 1'h0;
+        end else begin
+            pa_s0_alloc <= pa_s0_new | ((pa_s0_alloc & ~pa_s0_drop) & ~(pa_use_end & pa_use_1h[0]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s0_new) begin
+            pa_s0_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s0_new) begin
+            pa_s0_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[0]) begin
+            pa_s0_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[0]) begin
+            pa_s0_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_inflight <= 1'h0;
+        end else begin
+            pa_s0_inflight <= (pa_rd_go & pa_cur_1h[0]) | (pa_s0_inflight & ~(pa_land_last & pa_land_1h[0]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_landed <= 1'h0;
+        end else begin
+            pa_s0_landed <= ~pa_s0_new & ((pa_land_last & pa_land_1h[0]) | pa_s0_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_bad <= 1'h0;
+        end else begin
+            pa_s0_bad <= ~pa_s0_new & (((pa_land_last & pa_land_1h[0]) & pa_land_bad) | pa_s0_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_in_use <= 1'h0;
+        end else begin
+            pa_s0_in_use <= (pa_hit_go & pa_hit_1h[0]) ? 1'h1 : ((pa_s0_in_use & ~(pa_use_end & pa_use_1h[0])) & ~fetch_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_alloc <= 1'h0;
+        end else begin
+            pa_s1_alloc <= pa_s1_new | ((pa_s1_alloc & ~pa_s1_drop) & ~(pa_use_end & pa_use_1h[1]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s1_new) begin
+            pa_s1_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s1_new) begin
+            pa_s1_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[1]) begin
+            pa_s1_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[1]) begin
+            pa_s1_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_inflight <= 1'h0;
+        end else begin
+            pa_s1_inflight <= (pa_rd_go & pa_cur_1h[1]) | (pa_s1_inflight & ~(pa_land_last & pa_land_1h[1]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_landed <= 1'h0;
+        end else begin
+            pa_s1_landed <= ~pa_s1_new & ((pa_land_last & pa_land_1h[1]) | pa_s1_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_bad <= 1'h0;
+        end else begin
+            pa_s1_bad <= ~pa_s1_new & (((pa_land_last & pa_land_1h[1]) & pa_land_bad) | pa_s1_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_in_use <= 1'h0;
+        end else begin
+            pa_s1_in_use <= (pa_hit_go & pa_hit_1h[1]) ? 1'h1 : ((pa_s1_in_use & ~(pa_use_end & pa_use_1h[1])) & ~fetch_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_alloc <= 1'h0;
+        end else begin
+            pa_s2_alloc <= pa_s2_new | ((pa_s2_alloc & ~pa_s2_drop) & ~(pa_use_end & pa_use_1h[2]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s2_new) begin
+            pa_s2_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s2_new) begin
+            pa_s2_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[2]) begin
+            pa_s2_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[2]) begin
+            pa_s2_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_inflight <= 1'h0;
+        end else begin
+            pa_s2_inflight <= (pa_rd_go & pa_cur_1h[2]) | (pa_s2_inflight & ~(pa_land_last & pa_land_1h[2]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_landed <= 1'h0;
+        end else begin
+            pa_s2_landed <= ~pa_s2_new & ((pa_land_last & pa_land_1h[2]) | pa_s2_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_bad <= 1'h0;
+        end else begin
+            pa_s2_bad <= ~pa_s2_new & (((pa_land_last & pa_land_1h[2]) & pa_land_bad) | pa_s2_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_in_use <= 1'h0;
+        end else begin
+            pa_s2_in_use <= (pa_hit_go & pa_hit_1h[2]) ? 1'h1 : ((pa_s2_in_use & ~(pa_use_end & pa_use_1h[2])) & ~fetch_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_alloc <= 1'h0;
+        end else begin
+            pa_s3_alloc <= pa_s3_new | ((pa_s3_alloc & ~pa_s3_drop) & ~(pa_use_end & pa_use_1h[3]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s3_new) begin
+            pa_s3_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s3_new) begin
+            pa_s3_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[3]) begin
+            pa_s3_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[3]) begin
+            pa_s3_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_inflight <= 1'h0;
+        end else begin
+            pa_s3_inflight <= (pa_rd_go & pa_cur_1h[3]) | (pa_s3_inflight & ~(pa_land_last & pa_land_1h[3]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_landed <= 1'h0;
+        end else begin
+            pa_s3_landed <= ~pa_s3_new & ((pa_land_last & pa_land_1h[3]) | pa_s3_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_bad <= 1'h0;
+        end else begin
+            pa_s3_bad <= ~pa_s3_new & (((pa_land_last & pa_land_1h[3]) & pa_land_bad) | pa_s3_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_in_use <= 1'h0;
+        end else begin
+            pa_s3_in_use <= (pa_hit_go & pa_hit_1h[3]) ? 1'h1 : ((pa_s3_in_use & ~(pa_use_end & pa_use_1h[3])) & ~fetch_go);
         end
     end
 
@@ -7219,7 +8216,7 @@ module card_tx_w64 (
     // pf_flight: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_grant) begin
-            pf_flight[pf_flight_tail[6:0]] <= pf_req_slot;
+            pf_flight[pf_flight_tail[6:0]] <= {pf_req_key, pf_req_slot};
         end
         pf_flight_rd <= pf_flight[pf_flight_head_next[6:0]];
     end
@@ -7227,7 +8224,7 @@ module card_tx_w64 (
     // pf_data0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[0]) begin
-            pf_data0[pf_flight_rd] <= pf_land_blk_data;
+            pf_data0[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data0_rd <= pf_data0[pf_pop_slot];
@@ -7237,7 +8234,7 @@ module card_tx_w64 (
     // pf_data1: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[1]) begin
-            pf_data1[pf_flight_rd] <= pf_land_blk_data;
+            pf_data1[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data1_rd <= pf_data1[pf_pop_slot];
@@ -7247,7 +8244,7 @@ module card_tx_w64 (
     // pf_data2: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[2]) begin
-            pf_data2[pf_flight_rd] <= pf_land_blk_data;
+            pf_data2[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data2_rd <= pf_data2[pf_pop_slot];
@@ -7257,7 +8254,7 @@ module card_tx_w64 (
     // pf_data3: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[3]) begin
-            pf_data3[pf_flight_rd] <= pf_land_blk_data;
+            pf_data3[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data3_rd <= pf_data3[pf_pop_slot];
@@ -7267,7 +8264,7 @@ module card_tx_w64 (
     // pf_data4: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[4]) begin
-            pf_data4[pf_flight_rd] <= pf_land_blk_data;
+            pf_data4[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data4_rd <= pf_data4[pf_pop_slot];
@@ -7277,7 +8274,7 @@ module card_tx_w64 (
     // pf_data5: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[5]) begin
-            pf_data5[pf_flight_rd] <= pf_land_blk_data;
+            pf_data5[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data5_rd <= pf_data5[pf_pop_slot];
@@ -7287,7 +8284,7 @@ module card_tx_w64 (
     // pf_data6: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[6]) begin
-            pf_data6[pf_flight_rd] <= pf_land_blk_data;
+            pf_data6[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data6_rd <= pf_data6[pf_pop_slot];
@@ -7297,10 +8294,30 @@ module card_tx_w64 (
     // pf_data7: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_land_blk_done & pf_land_slot_1h[7]) begin
-            pf_data7[pf_flight_rd] <= pf_land_blk_data;
+            pf_data7[pf_land_entry] <= pf_land_blk_data;
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data7_rd <= pf_data7[pf_pop_slot];
+        end
+    end
+
+    // pa_pd: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create) begin
+            pa_pd[cmd_num] <= s_qp_pd;
+        end
+        if (pf_land_blk_done) begin
+            pa_pd_rd <= pa_pd[pf_land_entry];
+        end
+    end
+
+    // pa_data: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pa_beat) begin
+            pa_data[{pa_flight0_slot, pa_land_beat}] <= rd_tdata;
+        end
+        if (pa_src) begin
+            pa_data_rd <= pa_data[{pa_use_slot, pa_take ? (pa_ptr + 9'h001) : pa_ptr}];
         end
     end
 
@@ -7323,7 +8340,7 @@ module card_tx_w64 (
         .m_axis_tdata(rd_tdata),
         .m_axis_tkeep(rd_tkeep),
         .m_axis_tvalid(rd_tvalid_all),
-        .m_axis_tready((wb_from_dma | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)) | pf_beat),
+        .m_axis_tready(((wb_from_dma | ((((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush) & ~pa_g_src)) | pf_beat) | pa_beat),
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),

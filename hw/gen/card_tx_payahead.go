@@ -1,0 +1,269 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// card_tx's payload read ahead. The engine gathers one message at a time,
+// so each gathered message used to wait a whole DMA round trip for its
+// first payload read after the message before it was fed: at 512 bits a
+// 4 KiB message is 64 beats against a 270-cycle round trip. The read
+// ahead takes the first reads of the next messages off that path:
+//
+//   - as the WQE prefetcher's blocks land, each WQE start in them is
+//     parsed (a read ahead starts at a WQE; each header's BBS names the
+//     next), and a gathered Send or RDMA Write with a non-empty SGE 0
+//     becomes a candidate {QP, SQ index, SGE 0, the QP's PD};
+//   - a candidate's lkey is looked up on the check port when the gather
+//     does not use it (tag 1), and its first request, as the gather would
+//     issue it (to the SGE's end, its contiguous run's or its page's), is
+//     read into one of CardTxPaySlots slots of one page each (tag bit 2 of
+//     dma_rd);
+//   - when the WQE starts, its lkey checks and its first lookup run as
+//     ever; its first request is taken from a slot whose QP, SQ index,
+//     host address and length match, once the slot has landed whole
+//     without an error response (the gather waits for a slot still
+//     landing), and its beats go to the packer from the slot. Any other
+//     slot of that key is dropped then, and so is every slot of the QP
+//     behind a WQE that starts.
+//
+// The card model reads a segment when it frames it; a slot reads it
+// earlier, which the verbs contract allows (the host may not change a
+// posted buffer before its WQE completes), and every verdict is still the
+// one taken when the WQE starts: a slot only stands in for the bytes of a
+// request the gather has decided to issue. A slot's read that gets an
+// error response is never used, so the gather's own read then faults as
+// the model's does. Slot reads go to dma_rd behind the engine's, the
+// gather's and the prefetcher's requests; their beats are always taken.
+
+const (
+	CardTxPaySlots  = 4    // payload slots
+	cardTxSlotBytes = 4096 // a slot holds one request: at most one page
+	cardTxPaCands   = 4    // candidates waiting for their lookup
+	cardTxPaTag     = 4    // dma_rd tag bit 2: a slot's read
+	cardTxPaChkTag  = 1    // the check-port tag of a slot's lookup
+)
+
+// txPayAheadIn is what the payload read ahead needs of card_tx.
+type txPayAheadIn struct {
+	W, L, LB int
+	// The prefetcher's blocks as they land.
+	blkDone Expr    // a block of a read ahead is whole
+	blkOK   Expr    // ... and no beat of the read ahead so far had an error response
+	blk     *Signal // the block, byte 0 in bits 7:0
+	blkOff  Expr    // its place in the read ahead (3 bits: 0 is a WQE start)
+	blkQP   Expr    // the read ahead's QP
+	blkIdx  Expr    // its SQ index (unmasked, 16 bits)
+	// QPs: PDs at CREATE; any command drops the QP's slots.
+	create, cmdGo, qpNum, qpPD Expr
+	// The engine.
+	cur, cNext Expr // its QP and its WQE's first block (unmasked)
+	wqeGo      Expr // a WQE of cur starts at cNext
+	start      Expr // a message starts (the gather's state clears)
+	// The gather's first request of a message.
+	reqAsk        Expr // offered (not a Read Response's)
+	reqAddr, reqN Expr // its host address and bytes (17 bits)
+	reqGo         Expr // a gather request goes (with reqAsk: the first)
+	take          Expr // the packer takes the slot's beat
+	// The check port.
+	chkFree                              Expr // free for a lookup this cycle (the gather does not ask)
+	chkReady, chkValid, chkTag, chkFault Expr
+	chkAddr, chkRun                      *Signal
+	rdGrant                              Expr // dma_rd takes the slot's read
+	rdValid, rdData, rdLast, rdErr, rdB  Expr // dma_rd's output (any tag); rdB its tuser_berr
+	rdTag                                *Signal
+}
+
+// txPayAhead is what the payload read ahead gives card_tx.
+type txPayAhead struct {
+	hit, wait              Expr // the first request is in a slot landed whole / in a slot still landing
+	chkV                   Expr // a lookup for the check port
+	chkSTag, chkTO, chkLen Expr
+	chkQP, chkPD           Expr
+	rdV, rdAddr, rdLen     Expr // a slot's read for dma_rd
+	beat                   Expr // dma_rd's beat is a slot's (taken)
+	src                    Expr // the packer's input is the slot in use
+	v, data, keep, last    Expr // its beat
+	unused                 []Expr
+}
+
+func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
+	const S, SB = CardTxPaySlots, 2
+	if 1<<SB != S {
+		panic("gen: card_tx payload slots")
+	}
+	W, L, LB := in.W, in.L, in.LB
+	BPS := cardTxSlotBytes / L // beats of a slot
+	PB := log2(BPS)
+	out := txPayAhead{}
+
+	// --- candidates: the WQE starts of the blocks read ahead ---
+	blk := in.blk
+	op := Bits(blk, 7, 0)
+	bbs := m.WireOf("pa_blk_bbs", Bits(blk, 19, 16), "BBS of the block's header (if it starts a WQE)")
+	psNext := m.RegDecl("pa_parse_next", 4, "the next WQE start in the landing read ahead (15: none known)")
+	off4 := zext(in.blkOff, 4)
+	isStart := m.WireOf("pa_blk_start", And(in.blkDone, Or(Eq(off4, C(4, 0)), Eq(off4, psNext))), "the block starts a WQE")
+	bbsOK := m.WireOf("pa_blk_bbs_ok", And(RedOr(bbs), Not(Lt(C(4, 8), bbs))), "")
+	m.Drive(psNext, big.NewInt(0), Sel(bbsOK, Add(off4, bbs), C(4, 15)), isStart)
+	sAddr, sLen, sKey := Bits(blk, 256+63, 256), Bits(blk, 256+95, 256+64), Bits(blk, 256+127, 256+96)
+	gathered := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(blk, 11)), RedOr(Bits(blk, 28, 24)))
+	cand := m.WireOf("pa_cand", And(isStart, in.blkOK, bbsOK, gathered, RedOr(sLen)), "a gathered Send or Write with a non-empty SGE 0")
+	cv := m.Reg("pa_cand_v", 1, big.NewInt(0), cand, nil, "a candidate (its PD is read)")
+	cQP := m.Reg("pa_cand_qp", in.cur.Width(), nil, in.blkQP, cand, "")
+	cIdx := m.Reg("pa_cand_idx", 16, nil, Add(in.blkIdx, zext(in.blkOff, 16)), cand, "its WQE's SQ index")
+	cAddr := m.Reg("pa_cand_addr", 64, nil, sAddr, cand, "SGE 0")
+	cLen := m.Reg("pa_cand_len", 32, nil, sLen, cand, "")
+	cKey := m.Reg("pa_cand_lkey", 32, nil, sKey, cand, "")
+	pd := m.Mem("pa_pd", 32, CardTxQPs, in.create, in.qpNum, in.qpPD, in.blkDone, in.blkQP, "per QP: its PD, for the lookups of its candidates")
+	cw := addrWidth(cardTxPaCands + 1)
+	cPop := m.Wire("pa_cq_pop", 1, "the head candidate is looked up or dropped")
+	cPush := m.Wire("pa_cq_push", 1, "a candidate is queued (one that finds the queue full is dropped)")
+	cq := ShiftQueue(m, "pa_cq", cardTxPaCands, []string{"qp", "idx", "addr", "len", "lkey", "pd"}, []int{cQP.W, 16, 64, 32, 32, 32},
+		cPush, []Expr{cQP, cIdx, cAddr, cLen, cKey, pd}, zext(cPop, cw))
+	m.Assign(cPush, And(cv, Lt(cq.Count, C(cw, cardTxPaCands))))
+	h := cq.Fields[0]
+	hv := m.WireOf("pa_cq_v", RedOr(cq.Count), "a candidate waits")
+
+	// --- slots ---
+	type slot struct{ alloc, fl, done, bad, use, qp, idx, addr, n *Signal }
+	sl := make([]slot, S)
+	for s := range sl {
+		p := fmt.Sprintf("pa_s%d_", s)
+		sl[s] = slot{alloc: m.RegDecl(p+"alloc", 1, "the slot is keyed (its lookup, read or data is the key's)"),
+			fl: m.RegDecl(p+"inflight", 1, "its read is in dma_rd"), done: m.RegDecl(p+"landed", 1, "its read landed"),
+			bad: m.RegDecl(p+"bad", 1, "... with an error response"), use: m.RegDecl(p+"in_use", 1, "the packer reads it"),
+			qp: m.RegDecl(p+"qp", in.cur.Width(), "key: QP"), idx: m.RegDecl(p+"idx", 16, "key: SQ index of the WQE"),
+			addr: m.RegDecl(p+"addr", 64, "host address read"), n: m.RegDecl(p+"n", 13, "bytes read (1..4096)")}
+	}
+	st := m.RegDecl("pa_state", 2, "0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd")
+	cur := m.RegDecl("pa_slot", SB, "the slot being filled")
+	var dupT, freeT []Expr
+	for _, s := range sl {
+		dupT = append(dupT, And(s.alloc, Eq(s.qp, h[0]), Eq(s.idx, h[1])))
+		freeT = append(freeT, And(Not(s.alloc), Not(s.fl), Not(s.use)))
+	}
+	dup := m.WireOf("pa_dup", RedOr(Cat(dupT...)), "the head candidate's key has a slot")
+	anyFree := m.WireOf("pa_any_free", RedOr(Cat(freeT...)), "")
+	fsel := m.WireOf("pa_free_sel", Sel(freeT[0], C(SB, 0), Sel(freeT[1], C(SB, 1), Sel(freeT[2], C(SB, 2), C(SB, 3)))), "the lowest free slot")
+	idle := m.WireOf("pa_idle", Eq(st, C(2, 0)), "")
+	out.chkV = m.WireOf("pa_chk_v", And(idle, hv, Not(dup), anyFree, in.chkFree), "a lookup for the head candidate")
+	lookGo := m.WireOf("pa_look_go", And(out.chkV, in.chkReady), "")
+	m.Assign(cPop, And(idle, hv, Or(dup, lookGo)))
+	out.chkQP, out.chkTO, out.chkLen, out.chkSTag, out.chkPD = h[0], h[2], h[3], h[4], h[5]
+	verdict := m.WireOf("pa_verdict", And(Eq(st, C(2, 1)), in.chkValid, Eq(in.chkTag, C(8, cardTxPaChkTag))), "")
+	vOK := m.WireOf("pa_verdict_ok", And(verdict, Eq(in.chkFault, C(3, 0))), "")
+	pgLeft := m.WireOf("pa_pg_left", Sub(C(13, 4096), zext(Bits(in.chkAddr, 11, 0), 13)), "bytes to the page's end")
+	run := in.chkRun
+	nRd := m.WireOf("pa_rd_n", Sel(Lt(run, zext(pgLeft, 32)), Bits(run, 12, 0), pgLeft), "the first request's bytes, as the gather issues it")
+	curHot := oneHot(m, "pa_cur", cur, S)
+	var allocCur []Expr
+	for s := range sl {
+		allocCur = append(allocCur, And(Bit(curHot, s), sl[s].alloc))
+	}
+	curAlloc := m.WireOf("pa_cur_alloc", RedOr(Cat(allocCur...)), "the slot being filled is still keyed")
+	rdAsk := m.WireOf("pa_rd_ask", And(Eq(st, C(2, 2)), curAlloc), "")
+	rdGo := m.WireOf("pa_rd_go", And(rdAsk, in.rdGrant), "")
+	m.Drive(st, big.NewInt(0), Sel(lookGo, C(2, 1), Sel(verdict, Sel(And(vOK, curAlloc), C(2, 2), C(2, 0)),
+		Sel(And(Eq(st, C(2, 2)), Or(rdGo, Not(curAlloc))), C(2, 0), st))), nil)
+	m.Drive(cur, nil, fsel, lookGo)
+	var addrs, ns []Expr
+	for _, s := range sl {
+		addrs, ns = append(addrs, s.addr), append(ns, s.n)
+	}
+	curSel := selBits(cur, 0, SB)
+	out.rdV = rdAsk
+	out.rdAddr = muxTree(curSel, addrs)
+	rl := m.WireOf("pa_rd_len", Sub(zext(muxTree(curSel, ns), 16), C(16, 1)), "length minus one")
+	out.rdLen = rl
+
+	// --- landing: dma_rd returns requests whole and in issue order ---
+	beat := m.WireOf("pa_beat", And(in.rdValid, Bit(in.rdTag, 2)), "dma_rd's beat is a slot's")
+	out.beat = beat
+	landLast := m.WireOf("pa_land_last", And(beat, in.rdLast), "")
+	flq := ShiftQueue(m, "pa_flight", S, []string{"slot"}, []int{SB}, rdGo, []Expr{cur}, zext(landLast, addrWidth(S+1)))
+	lSlot := flq.Fields[0][0]
+	lc := m.RegDecl("pa_land_beat", PB, "beats of the landing read taken")
+	m.Drive(lc, big.NewInt(0), Sel(landLast, C(PB, 0), incr(lc)), beat)
+	lErr := m.RegDecl("pa_land_err", 1, "a beat of the landing read had an error response")
+	m.Drive(lErr, big.NewInt(0), And(Not(landLast), Or(lErr, in.rdErr, in.rdB)), beat)
+	landBad := m.WireOf("pa_land_bad", Or(lErr, in.rdErr, in.rdB), "")
+	lHot := oneHot(m, "pa_land", lSlot, S)
+
+	// --- the gather's first request ---
+	var hitT, waitT, keyT []Expr
+	for _, s := range sl {
+		key := And(s.alloc, Eq(s.qp, in.cur), Eq(s.idx, in.cNext))
+		keyT = append(keyT, key)
+		match := And(key, Or(s.fl, s.done), Eq(s.addr, in.reqAddr), Eq(zext(s.n, 17), in.reqN))
+		hitT = append(hitT, And(match, s.done, Not(s.bad)))
+		waitT = append(waitT, And(match, s.fl))
+	}
+	hitAny := m.WireOf("pa_hit_any", RedOr(Cat(hitT...)), "a slot holds the request")
+	out.hit = m.WireOf("pa_hit", And(in.reqAsk, hitAny), "the first request is in a slot landed whole")
+	out.wait = m.WireOf("pa_wait", And(in.reqAsk, RedOr(Cat(waitT...))), "the first request is in a slot still landing")
+	hsel := m.WireOf("pa_hit_sel", Sel(hitT[0], C(SB, 0), Sel(hitT[1], C(SB, 1), Sel(hitT[2], C(SB, 2), C(SB, 3)))), "")
+	first := m.WireOf("pa_first_go", And(in.reqAsk, in.reqGo), "the message's first request goes")
+	hitGo := m.WireOf("pa_hit_go", And(first, hitAny), "... from a slot")
+	hHot := oneHot(m, "pa_hit", hsel, S)
+
+	// --- the slot in use: its beats to the packer ---
+	src := m.RegDecl("pa_src", 1, "the packer's input is the slot in use")
+	su := m.RegDecl("pa_use_slot", SB, "")
+	ptr := m.RegDecl("pa_ptr", PB, "its beat at the memory's output")
+	primed := m.RegDecl("pa_primed", 1, "the memory's output holds beat pa_ptr")
+	var useNs []Expr
+	for _, s := range sl {
+		useNs = append(useNs, s.n)
+	}
+	uN := m.WireOf("pa_use_n", Sub(muxTree(selBits(su, 0, SB), useNs), C(13, 1)), "its bytes - 1")
+	last := m.WireOf("pa_last", Eq(ptr, Bits(uN, PB+LB-1, LB)), "the slot's last beat")
+	takeS := m.WireOf("pa_take", And(src, in.take), "")
+	useEnd := m.WireOf("pa_use_end", And(takeS, last), "the slot's last beat is taken: it is free")
+	m.Drive(src, big.NewInt(0), Sel(hitGo, C(1, 1), And(src, Not(useEnd), Not(in.start))), nil)
+	m.Drive(su, nil, hsel, hitGo)
+	m.Drive(ptr, nil, Sel(hitGo, C(PB, 0), incr(ptr)), Or(hitGo, takeS))
+	m.Drive(primed, big.NewInt(0), And(src, Not(hitGo)), nil)
+	uHot := oneHot(m, "pa_use", su, S)
+	data := m.Mem("pa_data", W, S*BPS, beat, Cat(lSlot, lc), in.rdData, src, Cat(su, Sel(takeS, incr(ptr), ptr)),
+		fmt.Sprintf("the slots' bytes: %d beats each", BPS))
+	out.src, out.v, out.data, out.last = src, And(src, primed), data, last
+	rem := Bits(uN, LB-1, 0)
+	lanes := make([]Expr, L)
+	for i := 0; i < L; i++ {
+		lanes[L-1-i] = C(1, 1) // lane 0 holds a byte of every beat
+		if i > 0 {
+			lanes[L-1-i] = Or(Not(last), Not(Lt(rem, C(LB, uint64(i)))))
+		}
+	}
+	out.keep = m.WireOf("pa_keep", Cat(lanes...), "lanes of the beat: all but in the last")
+
+	// --- per slot ---
+	for s, x := range sl {
+		at := func(hot *Signal) Expr { return Bit(hot, s) }
+		mine := m.WireOf(fmt.Sprintf("pa_s%d_new", s), And(lookGo, Eq(fsel, C(SB, uint64(s)))), "the slot is keyed for the head candidate")
+		behind := m.WireOf(fmt.Sprintf("pa_s%d_behind", s), Sub(in.cNext, x.idx), "the engine's WQE past the key's: 1..32767")
+		drop := m.WireOf(fmt.Sprintf("pa_s%d_drop", s), And(Not(x.use), Or(
+			And(in.cmdGo, Eq(x.qp, in.qpNum)),
+			And(in.wqeGo, Eq(x.qp, in.cur), RedOr(behind), Not(Bit(behind, 15))),
+			And(first, keyT[s], Not(And(hitAny, at(hHot)))),
+			And(verdict, at(curHot), Not(vOK)))), "the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed")
+		useEndS := And(useEnd, at(uHot))
+		m.Drive(x.alloc, big.NewInt(0), Or(mine, And(x.alloc, Not(drop), Not(useEndS))), nil)
+		m.Drive(x.qp, nil, h[0], mine)
+		m.Drive(x.idx, nil, h[1], mine)
+		m.Drive(x.addr, nil, in.chkAddr, And(vOK, at(curHot)))
+		m.Drive(x.n, nil, nRd, And(vOK, at(curHot)))
+		landS := And(landLast, at(lHot))
+		m.Drive(x.fl, big.NewInt(0), Or(And(rdGo, at(curHot)), And(x.fl, Not(landS))), nil)
+		m.Drive(x.done, big.NewInt(0), And(Not(mine), Or(landS, x.done)), nil)
+		m.Drive(x.bad, big.NewInt(0), And(Not(mine), Or(And(landS, landBad), x.bad)), nil)
+		m.Drive(x.use, big.NewInt(0), Sel(And(hitGo, at(hHot)), C(1, 1), And(x.use, Not(useEndS), Not(in.start))), nil)
+	}
+	out.unused = append(out.unused, Bit(uN, 12))
+	if PB+LB < 12 {
+		out.unused = append(out.unused, Bits(uN, 11, PB+LB))
+	}
+	return out
+}
