@@ -12,8 +12,9 @@ import (
 // ahead takes the first reads of the next messages off that path:
 //
 //   - as the WQE prefetcher's blocks land, each WQE start in them is
-//     parsed (a read ahead starts at a WQE; each header's BBS names the
-//     next), and a gathered Send or RDMA Write with a non-empty SGE 0
+//     parsed (a read ahead from a WQE starts at it, one that extends an
+//     entry's window where the parse of the entry's previous read left
+//     off; each header's BBS names the next), and a gathered Send or RDMA Write with a non-empty SGE 0
 //     becomes a candidate {QP, SQ index, SGE 0, the QP's PD};
 //   - a candidate's lkey is looked up on the check port when the gather
 //     does not use it (tag 1), and its first request, as the gather would
@@ -49,12 +50,14 @@ const (
 type txPayAheadIn struct {
 	W, L, LB int
 	// The prefetcher's blocks as they land.
-	blkDone Expr    // a block of a read ahead is whole
-	blkOK   Expr    // ... and no beat of the read ahead so far had an error response
-	blk     *Signal // the block, byte 0 in bits 7:0
-	blkOff  Expr    // its place in the read ahead (3 bits: 0 is a WQE start)
-	blkQP   Expr    // the read ahead's QP
-	blkIdx  Expr    // its SQ index (unmasked, 16 bits)
+	blkDone  Expr    // a block of a read ahead is whole
+	blkOK    Expr    // ... and no beat of the read ahead so far had an error response
+	blk      *Signal // the block, byte 0 in bits 7:0
+	blkOff   Expr    // its place in the read ahead (3 bits: 0 is a WQE start)
+	blkQP    Expr    // the read ahead's QP
+	blkIdx   Expr    // its SQ index (unmasked, 16 bits)
+	blkFresh Expr    // the read ahead starts at a WQE (else it extends its entry's window)
+	blkLast  Expr    // the block is the read ahead's last
 	// QPs: PDs at CREATE; any command drops the QP's slots.
 	create, cmdGo, qpNum, qpPD Expr
 	// The engine.
@@ -85,13 +88,20 @@ type txPayAhead struct {
 	beat                   Expr // dma_rd's beat is a slot's (taken)
 	src                    Expr // the packer's input is the slot in use
 	v, data, keep, last    Expr // its beat
+	parseWr, parseNext     Expr // the parse of a read ahead that lands, for the prefetcher
 	unused                 []Expr
 }
 
 func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
-	const S, SB = CardTxPaySlots, 2
-	if 1<<SB != S {
-		panic("gen: card_tx payload slots")
+	const S = CardTxPaySlots
+	SB := log2(S)
+	// lowest is the index of the lowest set term.
+	lowest := func(ts []Expr) Expr {
+		var e Expr = C(SB, uint64(S-1))
+		for i := S - 2; i >= 0; i-- {
+			e = Sel(ts[i], C(SB, uint64(i)), e)
+		}
+		return e
 	}
 	W, L, LB := in.W, in.L, in.LB
 	BPS := cardTxSlotBytes / L // beats of a slot
@@ -99,24 +109,49 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	out := txPayAhead{}
 
 	// --- candidates: the WQE starts of the blocks read ahead ---
-	blk := in.blk
-	op := Bits(blk, 7, 0)
-	bbs := m.WireOf("pa_blk_bbs", Bits(blk, 19, 16), "BBS of the block's header (if it starts a WQE)")
-	psNext := m.RegDecl("pa_parse_next", 4, "the next WQE start in the landing read ahead (15: none known)")
-	off4 := zext(in.blkOff, 4)
-	isStart := m.WireOf("pa_blk_start", And(in.blkDone, Or(Eq(off4, C(4, 0)), Eq(off4, psNext))), "the block starts a WQE")
+	// The blocks are parsed a cycle after they land (stage 1), once the
+	// entry's parse record is read: where the read's first WQE starts, 0
+	// for a fresh read (from a WQE), else what the parse of the entry's
+	// previous read left (a read that extends a window may start inside a
+	// WQE; the entry's reads land in order). Each start's BBS names the
+	// next; what is left past the read's last block is written back.
+	r1 := func(name string, w int, d Expr) *Signal { return m.Reg("pa_p1_"+name, w, nil, d, nil, "") }
+	done1 := m.Reg("pa_p1_done", 1, big.NewInt(0), in.blkDone, nil, "stage 1: a block landed last cycle")
+	ok1, off1 := r1("ok", 1, in.blkOK), r1("off", in.blkOff.Width(), in.blkOff)
+	hdr := r1("hdr", 32, Bits(in.blk, 31, 0))      // WQE header bytes 0..3
+	sge := r1("sge0", 128, Bits(in.blk, 383, 256)) // SGE 0
+	qp1, idx1, fresh1, last1 := r1("qp", in.cur.Width(), in.blkQP), r1("idx", 16, in.blkIdx), r1("fresh", 1, in.blkFresh), r1("last", 1, in.blkLast)
+	off5 := zext(off1, 5)
+	pWr := m.WireOf("pa_parse_wr", And(done1, last1), "the read's last block is parsed: its record is written")
+	pNext := m.Wire("pa_parse_left", 4, "the next WQE start past the read, in blocks from its end (15: not known)")
+	rdAt := m.WireOf("pa_parse_rd_go", And(in.blkDone, Eq(in.blkOff, C(in.blkOff.Width(), 0))), "a read's first block lands: its entry's record is read")
+	rec := m.Mem("pa_parse", 4, CardTxQPs, pWr, qp1, pNext, rdAt, in.blkQP, "per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)")
+	// A record written in the cycle it is read is taken from the write.
+	byp := m.Reg("pa_parse_byp", 1, big.NewInt(0), And(pWr, rdAt, Eq(qp1, in.blkQP)), nil, "")
+	bypV := m.Reg("pa_parse_byp_v", 4, nil, pNext, nil, "")
+	recNow := m.WireOf("pa_parse_rec", Sel(byp, bypV, rec), "")
+	op := Bits(hdr, 7, 0)
+	bbs := m.WireOf("pa_blk_bbs", Bits(hdr, 19, 16), "BBS of the block's header (if it starts a WQE)")
+	psNext := m.RegDecl("pa_parse_next", 5, "the next WQE start in the read being parsed, in blocks from its first (31: not known)")
+	s0 := m.WireOf("pa_blk_first_start", Sel(fresh1, C(5, 0), Sel(Eq(recNow, C(4, 15)), C(5, 31), zext(recNow, 5))), "")
+	psCur := m.WireOf("pa_parse_cur", Sel(Eq(off5, C(5, 0)), s0, psNext), "")
+	isStart := m.WireOf("pa_blk_start", And(done1, Eq(off5, psCur)), "the block starts a WQE")
 	bbsOK := m.WireOf("pa_blk_bbs_ok", And(RedOr(bbs), Not(Lt(C(4, 8), bbs))), "")
-	m.Drive(psNext, big.NewInt(0), Sel(bbsOK, Add(off4, bbs), C(4, 15)), isStart)
-	sAddr, sLen, sKey := Bits(blk, 256+63, 256), Bits(blk, 256+95, 256+64), Bits(blk, 256+127, 256+96)
-	gathered := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(blk, 11)), RedOr(Bits(blk, 28, 24)))
-	cand := m.WireOf("pa_cand", And(isStart, in.blkOK, bbsOK, gathered, RedOr(sLen)), "a gathered Send or Write with a non-empty SGE 0")
+	psN := m.WireOf("pa_parse_after", Sel(isStart, Sel(bbsOK, Add(off5, zext(bbs, 5)), C(5, 31)), psCur), "")
+	m.Drive(psNext, big.NewInt(31), psN, done1)
+	rel := m.WireOf("pa_parse_rel", Sub(Sub(psN, off5), C(5, 1)), "")
+	m.Assign(pNext, Sel(Eq(psN, C(5, 31)), C(4, 15), Bits(rel, 3, 0)))
+	sAddr, sLen, sKey := Bits(sge, 63, 0), Bits(sge, 95, 64), Bits(sge, 127, 96)
+	gathered := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(hdr, 11)), RedOr(Bits(hdr, 28, 24)))
+	out.unused = append(out.unused, Bits(hdr, 31, 29), Bits(hdr, 23, 20), Bits(hdr, 15, 12), Bits(hdr, 10, 8))
+	cand := m.WireOf("pa_cand", And(isStart, ok1, bbsOK, gathered, RedOr(sLen)), "a gathered Send or Write with a non-empty SGE 0")
 	cv := m.Reg("pa_cand_v", 1, big.NewInt(0), cand, nil, "a candidate (its PD is read)")
-	cQP := m.Reg("pa_cand_qp", in.cur.Width(), nil, in.blkQP, cand, "")
-	cIdx := m.Reg("pa_cand_idx", 16, nil, Add(in.blkIdx, zext(in.blkOff, 16)), cand, "its WQE's SQ index")
+	cQP := m.Reg("pa_cand_qp", qp1.W, nil, qp1, cand, "")
+	cIdx := m.Reg("pa_cand_idx", 16, nil, Add(idx1, zext(off1, 16)), cand, "its WQE's SQ index")
 	cAddr := m.Reg("pa_cand_addr", 64, nil, sAddr, cand, "SGE 0")
 	cLen := m.Reg("pa_cand_len", 32, nil, sLen, cand, "")
 	cKey := m.Reg("pa_cand_lkey", 32, nil, sKey, cand, "")
-	pd := m.Mem("pa_pd", 32, CardTxQPs, in.create, in.qpNum, in.qpPD, in.blkDone, in.blkQP, "per QP: its PD, for the lookups of its candidates")
+	pd := m.Mem("pa_pd", 32, CardTxQPs, in.create, in.qpNum, in.qpPD, cand, qp1, "per QP: its PD, for the lookups of its candidates")
 	cw := addrWidth(cardTxPaCands + 1)
 	cPop := m.Wire("pa_cq_pop", 1, "the head candidate is looked up or dropped")
 	cPush := m.Wire("pa_cq_push", 1, "a candidate is queued (one that finds the queue full is dropped)")
@@ -146,7 +181,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	}
 	dup := m.WireOf("pa_dup", RedOr(Cat(dupT...)), "the head candidate's key has a slot")
 	anyFree := m.WireOf("pa_any_free", RedOr(Cat(freeT...)), "")
-	fsel := m.WireOf("pa_free_sel", Sel(freeT[0], C(SB, 0), Sel(freeT[1], C(SB, 1), Sel(freeT[2], C(SB, 2), C(SB, 3)))), "the lowest free slot")
+	fsel := m.WireOf("pa_free_sel", lowest(freeT), "the lowest free slot")
 	idle := m.WireOf("pa_idle", Eq(st, C(2, 0)), "")
 	out.chkV = m.WireOf("pa_chk_v", And(idle, hv, Not(dup), anyFree, in.chkFree), "a lookup for the head candidate")
 	lookGo := m.WireOf("pa_look_go", And(out.chkV, in.chkReady), "")
@@ -203,7 +238,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	hitAny := m.WireOf("pa_hit_any", RedOr(Cat(hitT...)), "a slot holds the request")
 	out.hit = m.WireOf("pa_hit", And(in.reqAsk, hitAny), "the first request is in a slot landed whole")
 	out.wait = m.WireOf("pa_wait", And(in.reqAsk, RedOr(Cat(waitT...))), "the first request is in a slot still landing")
-	hsel := m.WireOf("pa_hit_sel", Sel(hitT[0], C(SB, 0), Sel(hitT[1], C(SB, 1), Sel(hitT[2], C(SB, 2), C(SB, 3)))), "")
+	hsel := m.WireOf("pa_hit_sel", lowest(hitT), "")
 	first := m.WireOf("pa_first_go", And(in.reqAsk, in.reqGo), "the message's first request goes")
 	hitGo := m.WireOf("pa_hit_go", And(first, hitAny), "... from a slot")
 	hHot := oneHot(m, "pa_hit", hsel, S)
@@ -262,6 +297,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		m.Drive(x.use, big.NewInt(0), Sel(And(hitGo, at(hHot)), C(1, 1), And(x.use, Not(useEndS), Not(in.start))), nil)
 	}
 	out.unused = append(out.unused, Bit(uN, 12))
+	out.unused = append(out.unused, Bit(rel, 4))
 	if PB+LB < 12 {
 		out.unused = append(out.unused, Bits(uN, 11, PB+LB))
 	}

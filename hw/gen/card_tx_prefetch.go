@@ -5,23 +5,24 @@ import (
 	"math/big"
 )
 
-// card_tx's WQE prefetcher. As soon as the engine knows a WQE's size
-// (txHdr) on a live QP with more posted behind it, and the QP's entry does
-// not already hold (or have on its way) the next WQE's first two blocks,
-// up to CardTxPfBlocks of the QP's posted blocks from its next WQE on are
-// read ahead in one request into the QP's prefetch entry (one per QP, so
-// QPs never evict each other's), behind whatever dma_rd already has in
-// flight and ahead of the WQE's own payload reads; the QP's next turns
-// find their WQEs there and start without a WQE read, as from a pushed
-// block, so a QP served alone waits for one DMA round trip per entry, not
-// per WQE. The host may not change a posted block before its WQE
-// completes, and the entry is the QP's and keyed by the SQ index of its
-// first block, so a block read ahead is the block the engine would have
-// read when it starts the WQE, which is when the card model reads it. An
-// entry lives while its QP's WQEs start inside it: one that starts
-// elsewhere drops it. A read ahead that gets an error response is dropped
-// without a fault: the engine reads the block itself, and faults as the
-// model does.
+// card_tx's WQE prefetcher. Each QP has an entry (one per QP, so QPs
+// never evict each other's): a window of up to CardTxPfBlocks of its SQ's
+// posted blocks, SQ block x in block slot x mod 8. As soon as the engine
+// knows a WQE's size (txHdr) on a live QP with more posted behind it, a
+// read is queued: from the next WQE on if the window does not hold it
+// (and no read of the entry is in flight), else from the window's end
+// once half of its slots are behind the next WQE, into those slots (at
+// most two reads of an entry in flight). Reads go behind whatever dma_rd
+// already has in flight and ahead of the WQE's own payload reads; the
+// QP's next turns find their WQEs there and start without a WQE read, as
+// from a pushed block, so a QP served alone keeps four to eight blocks
+// read ahead. The host may not change a posted block before its WQE
+// completes, and the entry is the QP's and keyed by SQ index, so a block
+// read ahead is the block the engine would have read when it starts the
+// WQE, which is when the card model reads it. An entry lives while its
+// QP's WQEs start inside its window: one that starts elsewhere drops it.
+// A read ahead that gets an error response drops the window without a
+// fault: the engine reads the block itself, and faults as the model does.
 //
 // An SQ_PI doorbell that posts the first WQE of a live QP with nothing
 // else posted (the engine has started every block before it and does not
@@ -86,6 +87,8 @@ type txPrefetch struct {
 	blkOff         Expr // its place in its read ahead
 	blkQP          Expr // the read ahead's QP
 	blkIdx         Expr // the read ahead's first SQ index (unmasked)
+	blkFresh       Expr // the read ahead starts at a WQE (else it extends its entry's window)
+	blkLast        Expr // the block is the read ahead's last
 }
 
 func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
@@ -125,66 +128,97 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	// with none in flight, so a response lands in the entry it was issued
 	// for.
 	fl := m.RegDecl("pf_inflight", E, "a read ahead of the entry is in flight")
+	fl2 := m.RegDecl("pf_inflight2", E, "two are")
 	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
-	v := m.RegDecl("pf_valid", E, "the entry holds the blocks its key names")
+	v := m.RegDecl("pf_valid", E, "the entry's window holds its blocks (with a read in flight: those below the read's)")
 	const NB = CardTxPfBlocks
 	const CB = 3 // an entry's blocks - 1
 	if 1<<CB != NB {
 		panic("gen: card_tx prefetch entry size")
 	}
-	// An entry's key: the unmasked SQ index of its first block and its
-	// blocks - 1. Index x is inside it when x - index <= blocks - 1.
-	inside := func(x, idx, cm1 Expr) Expr { return Not(Lt(zext(cm1, 16), Sub(x, idx))) }
-	// Blocks read from next: as many as are posted, up to NB, never
-	// wrapping the ring (a WQE of up to 96 bytes of inline data, or two
-	// SGEs, is two blocks: an entry holds up to four such WQEs).
-	countOf := func(name string, pi, next, mask Expr, most int) *Signal {
-		m1 := m.WireOf(name+"_posted_m1", Sub(Sub(pi, next), C(16, 1)), "blocks posted from the next WQE on, - 1")
+	// An entry is a window of the SQ: the blocks [end - n, end) (n = 1..8),
+	// block x in block slot x mod 8, the top k of them (k = 1..n) brought
+	// by its latest read, the top k2 by its latest two. Its key: {k2 - 1,
+	// k - 1, n - 1, end (unmasked)}. With a read in flight the top k
+	// blocks are coming (the top k2 with two: dma_rd returns them in
+	// order), and the blocks below are held if the entry is valid; a read
+	// that extends a window writes only block slots the engine has passed.
+	const KW = 16 + 3*CB
+	keyOf := func(end, n1, k1, k21 Expr) Expr { return Cat(k21, k1, n1, end) }
+	kEnd := func(k *Signal) Expr { return Bits(k, 15, 0) }
+	kN := func(k *Signal) Expr { return Bits(k, 16+CB-1, 16) }
+	kK := func(k *Signal) Expr { return Bits(k, 16+2*CB-1, 16+CB) }
+	kK2 := func(k *Signal) Expr { return Bits(k, KW-1, 16+2*CB) }
+	// inWin: x in [end - n, end); coming: x in a read still in flight.
+	below := func(x, end, m1 Expr) Expr { return Not(Lt(zext(m1, 16), Sub(Sub(end, x), C(16, 1)))) }
+	inWin := func(x Expr, key *Signal) Expr { return below(x, kEnd(key), kN(key)) }
+	coming := func(x Expr, key *Signal, f1, f2 Expr) Expr {
+		return Sel(f2, below(x, kEnd(key), kK2(key)), And(f1, below(x, kEnd(key), kK(key))))
+	}
+	// Blocks read from a block on: as many as are posted, up to most,
+	// never wrapping the ring (a WQE of up to 96 bytes of inline data, or
+	// two SGEs, is two blocks: an entry holds up to four such WQEs).
+	countOf := func(name string, pi, next, mask Expr, most Expr) *Signal {
+		m1 := m.WireOf(name+"_posted_m1", Sub(Sub(pi, next), C(16, 1)), "blocks posted from the first on, - 1")
 		toEnd := m.WireOf(name+"_to_end_m1", Sub(mask, And(next, mask)), "blocks to the ring's end, - 1")
 		lim := m.WireOf(name+"_lim_m1", Sel(Lt(m1, toEnd), m1, toEnd), "")
-		return m.WireOf(name+"_cnt_m1", Sel(Lt(lim, C(16, uint64(most-1))), Bits(lim, CB-1, 0), C(CB, uint64(most-1))), "blocks to read - 1")
+		return m.WireOf(name+"_cnt_m1", Sel(Lt(lim, zext(most, 16)), Bits(lim, CB-1, 0), most), "blocks to read - 1")
 	}
 	curSlot := slotOf("pf_cur_slot", in.qp)
 	curHot := oneHot(m, "pf_cur", curSlot, E)
 	flCur := m.WireOf("pf_cur_inflight", BitAt(fl, curSlot), "")
+	fl2Cur := m.WireOf("pf_cur_inflight2", BitAt(fl2, curSlot), "")
 	popSlot := slotOf("pf_pop_slot", in.popped)
 	push := m.Wire("pf_q_push", 1, "a read ahead is queued")
 	pSlot := m.Wire("pf_q_in_slot", EB, "its entry")
 	pIdx := m.Wire("pf_q_in_next", 16, "its first block (unmasked SQ index)")
 	pCnt := m.Wire("pf_q_in_cnt", CB, "its blocks - 1")
-	tags := m.Mem("pf_tag", 16+CB, E, push, pSlot, Cat(pCnt, pIdx), nil, popSlot,
-		"per entry: {blocks - 1, SQ index of the first} of the blocks read ahead")
-	tagIdx := m.WireOf("pf_tag_idx", Bits(tags, 15, 0), "")
-	tagCnt := m.WireOf("pf_tag_cnt", Bits(tags, 16+CB-1, 16), "")
+	pKey := m.Wire("pf_q_in_key", KW, "the entry's key once it lands")
+	pFresh := m.Wire("pf_q_in_fresh", 1, "it starts at a WQE")
+	tags := m.Mem("pf_tag", KW, E, push, pSlot, pKey, nil, popSlot,
+		"per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read")
 	// The engine's QP's entry as its turn found it (txCtx): its key, to
 	// tell at txHdr whether the next WQE is already there or coming.
-	curKey := m.Reg("pf_cur_key", 16+CB, nil, tags, in.ctx, "the engine's QP's entry's key, read with its context")
+	curKey := m.Reg("pf_cur_key", KW, nil, tags, in.ctx, "the engine's QP's entry's key, read with its context")
 	curLive := m.WireOf("pf_cur_live", Or(BitAt(v, curSlot), And(flCur, BitAt(want, curSlot))), "the engine's QP's entry holds blocks, or has them on the way")
-	nextOff := m.WireOf("pf_cur_next_off", Sub(in.next, Bits(curKey, 15, 0)), "the next WQE's first block in the entry")
-	nextTwo := m.WireOf("pf_next_two", Not(Lt(Sub(in.pi, in.next), C(16, 2))), "two blocks or more are posted from the next WQE on")
-	curCnt := m.WireOf("pf_cur_cnt", Bits(curKey, 16+CB-1, 16), "")
-	covered := m.WireOf("pf_covered", And(curLive, Sel(nextTwo, Lt(nextOff, zext(curCnt, 16)), inside(in.next, Bits(curKey, 15, 0), curCnt))),
-		"the entry holds (or will) the next WQE's first block, and its second if posted")
-	load := m.WireOf("pf_load", And(in.load, Not(covered), Not(flCur), flRoom), "a read ahead from the engine's QP's next WQE is queued")
-	cnt := countOf("pf", in.pi, in.next, in.sqMask, NB)
+	nextIn := m.WireOf("pf_next_in", And(curLive, inWin(in.next, curKey)), "the entry holds (or will) the next WQE's first block")
+	// A fresh read from the next WQE when the entry does not hold it (and
+	// has no read in flight); else a read that extends the window from its
+	// end, once half of its block slots are behind the next WQE and more
+	// blocks are posted past it, while fewer than two are in flight.
+	curEnd := m.WireOf("pf_cur_end", kEnd(curKey), "")
+	ahead := m.WireOf("pf_cur_ahead", Sub(curEnd, in.next), "blocks of the window from the next WQE on (1..8)")
+	free := m.WireOf("pf_cur_free", Sub(C(4, NB), Bits(ahead, 3, 0)), "block slots the engine has passed")
+	extOK := m.WireOf("pf_ext_ok", And(nextIn, Not(Lt(free, C(4, NB/2))), Ne(in.pi, curEnd), Not(fl2Cur)), "the window can grow by half an entry or more")
+	load := m.WireOf("pf_load", And(in.load, flRoom, Sel(nextIn, extOK, Not(flCur))), "a read ahead of the engine's QP is queued")
+	ext := m.WireOf("pf_load_ext", And(load, nextIn), "... extending its window")
+	free1 := m.WireOf("pf_cur_free_m1", Sub(free, C(4, 1)), "")
+	cnt := countOf("pf", in.pi, Sel(nextIn, curEnd, in.next), in.sqMask, Sel(nextIn, Bits(free1, CB-1, 0), C(CB, NB-1)))
 	// A doorbell's read ahead is queued unless the engine's is this cycle.
 	dbSlot := slotOf("pf_db_slot", in.dbQP)
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
 	dbLoad := m.WireOf("pf_db_load", And(in.dbAsk, Not(load), Not(BitAt(fl, dbSlot)), flRoom), "a doorbell's read ahead is queued")
-	dbCnt := countOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask, 2)
+	dbCnt := countOf("pf_db", in.dbPI, in.dbNext, in.dbSQMask, C(CB, 1))
 	m.Assign(push, Or(load, dbLoad))
 	m.Assign(pSlot, Sel(load, curSlot, dbSlot))
-	m.Assign(pIdx, Sel(load, in.next, in.dbNext))
+	m.Assign(pIdx, Sel(load, Sel(ext, curEnd, in.next), in.dbNext))
 	m.Assign(pCnt, Sel(load, cnt, dbCnt))
+	pEnd := m.WireOf("pf_q_in_end", Add(Add(pIdx, zext(pCnt, 16)), C(16, 1)), "")
+	extN := m.WireOf("pf_ext_n", Add(Add(zext(Bits(ahead, 3, 0), 5), zext(cnt, 5)), C(5, 1)), "the window after the extension: the blocks from the next WQE on and the read's")
+	extN1 := m.WireOf("pf_ext_n_m1", Sub(extN, C(5, 1)), "")
+	k2 := m.WireOf("pf_ext_k2_m1", Add(Add(zext(pCnt, CB+1), zext(kK(curKey), CB+1)), C(CB+1, 1)), "with a read in flight: the blocks of both - 1")
+	m.Assign(pKey, keyOf(pEnd, Sel(ext, Bits(extN1, CB-1, 0), pCnt), pCnt, Sel(And(ext, flCur), Bits(k2, CB-1, 0), pCnt)))
+	m.Assign(pFresh, Not(ext))
 	pBase := m.WireOf("pf_q_in_base", Sel(load, in.sqBase, in.dbSQBase), "")
 	pMask := m.WireOf("pf_q_in_mask", Sel(load, in.sqMask, in.dbSQMask), "")
-	var qSlots, qIdxs, qKeys, qBases, qCnts []Expr
+	var qSlots, qIdxs, qKeys, qFresh, qBases, qCnts []Expr
 	qHot := oneHot(m, "pf_q_wr", Bits(qWP, QDB-1, 0), cardTxPfQueue)
 	for i := 0; i < cardTxPfQueue; i++ {
 		at := m.WireOf(fmt.Sprintf("pf_q%d_w", i), And(push, Bit(qHot, i)), "")
 		qSlots = append(qSlots, m.Reg(fmt.Sprintf("pf_q%d_slot", i), EB, nil, pSlot, at, "the read ahead's entry"))
 		qIdxs = append(qIdxs, m.Reg(fmt.Sprintf("pf_q%d_idx", i), 16, nil, And(pIdx, pMask), at, "its first SQ block (masked)"))
 		qKeys = append(qKeys, m.Reg(fmt.Sprintf("pf_q%d_key", i), 16, nil, pIdx, at, "... unmasked"))
+		qFresh = append(qFresh, m.Reg(fmt.Sprintf("pf_q%d_fresh", i), 1, nil, pFresh, at, "it starts at a WQE"))
 		qBases = append(qBases, m.Reg(fmt.Sprintf("pf_q%d_base", i), 58, nil, pBase, at, "its SQ's base, bits 63:6"))
 		qCnts = append(qCnts, m.Reg(fmt.Sprintf("pf_q%d_cnt", i), CB, nil, pCnt, at, "its blocks - 1"))
 	}
@@ -196,6 +230,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	reqBase := m.WireOf("pf_req_base", muxTree(hSel, qBases), "")
 	reqCnt := m.WireOf("pf_req_cnt", muxTree(hSel, qCnts), "")
 	reqKey := m.WireOf("pf_req_key", muxTree(hSel, qKeys), "")
+	reqFresh := m.WireOf("pf_req_fresh", muxTree(hSel, qFresh), "")
 	// The landing: dma_rd returns requests whole and in issue order, so
 	// a read ahead's beats come together, block after block; below 512
 	// bits each block's beats are gathered first.
@@ -206,9 +241,10 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Drive(flTail, big.NewInt(0), Add(flTail, zext(in.reqGrant, FB+1)), nil)
 	flHeadNext := m.WireOf("pf_flight_head_next", Add(flHead, zext(land, FB+1)), "")
 	m.Drive(flHead, big.NewInt(0), flHeadNext, nil)
-	landRec := m.Mem("pf_flight", EB+16, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), Cat(reqKey, reqSlot), nil, Bits(flHeadNext, FB-1, 0),
-		"the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)")
+	landRec := m.Mem("pf_flight", EB+17, cardTxPfFlight, in.reqGrant, Bits(flTail, FB-1, 0), Cat(reqFresh, reqKey, reqSlot), nil, Bits(flHeadNext, FB-1, 0),
+		"the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)")
 	landSlot := m.WireOf("pf_land_entry", Bits(landRec, EB-1, 0), "")
+	landIdx := m.WireOf("pf_land_idx", Bits(landRec, EB+15, EB), "")
 	m.Drive(landErr, big.NewInt(0), And(Not(land), Or(landErr, in.rdErr)), beat)
 	if in.W != 64 && in.W != 512 {
 		panic("gen: card_tx prefetch at 64 or 512 bits")
@@ -217,7 +253,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	BPB := log2(bpb)
 	lb := m.RegDecl("pf_land_beat", CB+BPB, "beats of the landing read ahead taken")
 	m.Drive(lb, big.NewInt(0), Sel(land, C(lb.W, 0), incr(lb)), beat)
-	blkIdx := m.WireOf("pf_land_blk", Bits(lb, CB+BPB-1, BPB), "the block the beat belongs to")
+	blkIdx := m.WireOf("pf_land_blk", Bits(lb, CB+BPB-1, BPB), "the block the beat belongs to, in its read ahead")
 	var blkDone, blk Expr = beat, in.rdData
 	if bpb > 1 {
 		stage := m.RegDecl("pf_stage", 512-in.W, "the block's beats so far, the latest on top")
@@ -228,52 +264,67 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	blkDoneW := m.WireOf("pf_land_blk_done", blkDone, "the beat completes a block")
 	blkW := m.WireOf("pf_land_blk_data", blk, "that block")
 	landOK := m.WireOf("pf_land_ok", And(land, Not(landErr), Not(in.rdErr)), "the blocks are whole")
-	// Per entry and block slot: the blocks read ahead (block slot k of an
-	// entry keyed at index i holds SQ block i+k). A slot is written as its
-	// block lands; the entry is valid only once every block has.
-	blkHot := oneHot(m, "pf_land_slot", blkIdx, NB)
+	// Per entry and block slot: SQ block x in slot x mod 8, written as it
+	// lands; the blocks count only once every block of the read has.
+	landSq := m.WireOf("pf_land_sq", Add(landIdx, zext(blkIdx, 16)), "the block's SQ index")
+	blkHot := oneHot(m, "pf_land_slot", Bits(landSq, CB-1, 0), NB)
 	var slotRd []Expr
 	for k := 0; k < NB; k++ {
 		// Read only with the context (txPop or txDrain; the data is taken
 		// with the load, txCtx or a quick txWB):
 		// 4,096 bits copied every cycle cost the co-simulation a fifth.
 		slotRd = append(slotRd, m.Mem(fmt.Sprintf("pf_data%d", k), 512, E, And(blkDoneW, Bit(blkHot, k)), landSlot, blkW, in.popRead, popSlot,
-			fmt.Sprintf("per entry: its block %d read ahead", k)))
+			fmt.Sprintf("per entry: its SQ block 8i + %d read ahead", k)))
 	}
 	landHot := oneHot(m, "pf_landing", landSlot, E)
+	freshHot := m.WireOf("pf_fresh_1h", Or(And(curHot, Rep(And(load, Not(ext)), E)), And(dbHot, Rep(dbLoad, E))), "a fresh read replaces the entry's window")
 	loadHot := m.WireOf("pf_load_1h", Or(And(curHot, Rep(load, E)), And(dbHot, Rep(dbLoad, E))), "")
 	land1h := m.WireOf("pf_land_1h", And(landHot, Rep(land, E)), "")
 	createHot := oneHot(m, "pf_created", slotOf("pf_create_slot", in.createQP), E)
 	// The verdict at the load (txCtx, or a quick txWB), keyed by the QP
-	// and the SQ index its next WQE starts at: inside the entry, which
-	// held its blocks in the read cycle before (an entry holding them has
-	// no read in flight, so its data read then is theirs). It holds until
-	// the next load.
+	// and the SQ index its next WQE starts at: inside the window, and not
+	// in a read still in flight in the read cycle before (a block read
+	// then is the one landed). It holds until the next load.
 	vPop := m.Reg("pf_pop_valid", 1, big.NewInt(0), BitAt(v, popSlot), nil, "the popped QP's entry held blocks")
-	popOff := m.WireOf("pf_pop_off", Sub(in.ctxNext, tagIdx), "the popped QP's next WQE's first block in its entry")
-	in1 := m.WireOf("pf_pop_inside", inside(in.ctxNext, tagIdx, tagCnt), "... is inside it")
-	in2 := m.WireOf("pf_pop_inside_two", Lt(popOff, zext(tagCnt, 16)), "... and so is the block after it")
-	hit := m.Reg("pf_hit", 1, big.NewInt(0), And(vPop, in1), in.ctx, "the engine's QP's next WQE's first block is in its entry")
-	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), And(vPop, in2), in.ctx, "... and the block after it")
-	rng := m.Reg("pf_inside", 1, big.NewInt(0), in1, in.ctx, "the engine's QP's next WQE starts inside its entry's blocks (held or not)")
-	offSel := selBits(m.WireOf("pf_pop_off3", Bits(popOff, CB-1, 0), ""), 0, CB)
-	off2Sel := selBits(m.WireOf("pf_pop_off3_next", Add(Bits(popOff, CB-1, 0), C(CB, 1)), ""), 0, CB)
+	flRaw := m.Reg("pf_pop_inflight", 1, big.NewInt(0), BitAt(fl, popSlot), nil, "the popped QP's entry had a read in flight")
+	flRaw2 := m.Reg("pf_pop_inflight2", 1, big.NewInt(0), BitAt(fl2, popSlot), nil, "... two")
+	held := func(x Expr) Expr { return And(vPop, inWin(x, tags), Not(coming(x, tags, flRaw, flRaw2))) }
+	next1 := m.WireOf("pf_pop_next1", Add(in.ctxNext, C(16, 1)), "")
+	in1 := m.WireOf("pf_pop_inside", inWin(in.ctxNext, tags), "the popped QP's next WQE's first block is in its entry's window")
+	hit := m.Reg("pf_hit", 1, big.NewInt(0), held(in.ctxNext), in.ctx, "the engine's QP's next WQE's first block is in its entry")
+	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), held(next1), in.ctx, "... and the block after it")
+	rng := m.Reg("pf_inside", 1, big.NewInt(0), in1, in.ctx, "the engine's QP's next WQE starts inside its entry's window (held or not)")
+	ctxNext := m.WireOf("pf_pop_next", in.ctxNext, "the block the popped QP's next WQE starts at")
+	offSel := selBits(m.WireOf("pf_pop_off3", Bits(ctxNext, CB-1, 0), "its block slot"), 0, CB)
+	off2Sel := selBits(m.WireOf("pf_pop_off3_next", Bits(next1, CB-1, 0), ""), 0, CB)
 	data := m.WireOf("pf_pop_blocks", Cat(muxTree(off2Sel, slotRd), muxTree(offSel, slotRd)), "the entry's blocks of the popped QP's next WQE, the first in bits 511:0")
 	// A QP popped again before its read ahead has landed (a few QPs busy:
 	// their turns come round faster than a DMA read) is told so, and
 	// waits for it rather than reading the block a second time.
 	flPop := m.Reg("pf_pop_pending", 1, big.NewInt(0), And(BitAt(fl, popSlot), BitAt(want, popSlot)), nil, "the popped QP's entry has a wanted read ahead queued or in flight")
-	pend := m.Reg("pf_pend", 1, big.NewInt(0), And(flPop, in1), in.ctx, "the engine's QP's next WQE's first block is being read ahead")
+	pend := m.Reg("pf_pend", 1, big.NewInt(0), And(flPop, coming(in.ctxNext, tags, flRaw, flRaw2)), in.ctx, "the engine's QP's next WQE's first block is being read ahead")
 	// Dropped: the entry of a QP whose WQE starts outside it (its blocks
 	// are behind the QP, or it never held them), and of a QP created.
 	clr := m.WireOf("pf_clear_1h", Or(And(curHot, Rep(And(in.consume, Not(rng)), E)), And(createHot, Rep(in.create, E))), "")
-	m.Drive(fl, big.NewInt(0), Or(loadHot, And(fl, Not(land1h))), nil)
-	m.Drive(want, big.NewInt(0), And(Or(loadHot, And(want, Not(land1h))), Not(clr)), nil)
-	m.Drive(v, big.NewInt(0), And(Or(And(v, Not(loadHot)), And(land1h, want, Rep(landOK, E))), Not(clr)), nil)
+	// Reads in flight per entry: 0, 1 (fl) or 2 (fl and fl2).
+	m.Drive(fl, big.NewInt(0), Or(loadHot, And(fl, Not(land1h)), fl2), nil)
+	m.Drive(fl2, big.NewInt(0), And(Or(And(fl, loadHot), fl2), Not(land1h)), nil)
+	// A read with an error response drops the whole window, and what is
+	// still coming for it.
+	landBad := m.WireOf("pf_land_bad_1h", And(land1h, Rep(Not(landOK), E)), "")
+	m.Drive(want, big.NewInt(0), And(Or(loadHot, And(want, Or(Not(land1h), fl2))), Not(clr), Not(landBad)), nil)
+	m.Drive(v, big.NewInt(0), And(Or(And(v, Not(freshHot)), And(land1h, want, Rep(landOK, E))), Not(clr), Not(landBad)), nil)
 	addr := m.WireOf("pf_req_addr", Add(Cat(reqBase, C(6, 0)), Cat(C(42, 0), reqIdx, C(6, 0))), "")
-	m.WireOf("pf_unused", RedOrParts(unused), "tag bits the prefetch does not use")
+	for _, x := range []struct {
+		s      *Signal
+		hi, lo int
+	}{{ahead, 15, 4}, {free1, 3, 3}, {extN1, 4, 3}, {landSq, 15, 3}, {ctxNext, 15, 3}, {curKey, KW - 1, 16 + 2*CB}, {k2, CB, CB}} {
+		unused = append(unused, Bits(x.s, x.hi, x.lo))
+	}
+	m.WireOf("pf_unused", RedOr(Cat(unused...)), "bits the prefetch does not use")
 	return txPrefetch{reqV: reqV, reqAddr: addr,
 		reqLen: Cat(C(16-CB-6, 0), reqCnt, C(6, 63)), reqTag: C(in.rdTag.W, cardTxPfTag),
 		beat: beat, hit: hit, two: hit2, data: data, pend: pend,
-		blkDone: blkDoneW, blkOK: Not(Or(landErr, in.rdErr)), blk: blkW, blkOff: blkIdx, blkQP: landSlot, blkIdx: Bits(landRec, EB+15, EB)}
+		blkDone: blkDoneW, blkOK: Not(Or(landErr, in.rdErr)), blk: blkW, blkOff: blkIdx, blkQP: landSlot, blkIdx: landIdx,
+		blkFresh: Bit(landRec, EB+16), blkLast: land}
 }

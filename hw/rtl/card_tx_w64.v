@@ -10,17 +10,23 @@
 // at most once, so it never overflows, and a QP sends one WQE per turn); WQE
 // fetch by DMA (dma_rd: the first basic block, then the others in one read,
 // two where they wrap the ring), from a pushed block (4 held, matched by QP
-// and SQ index), or from a read ahead (1024 entries, by QP number: a QP's next
-// WQE's first one or two blocks read as soon as its current WQE's size is
-// known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
-// DMA read (a QP popped while its next WQE's read ahead is still coming goes
-// back to the scheduler until it lands); WQE decode; the inline payload
-// through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and
-// mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length
-// is computed here as it enters mpa_tx); the transmit stream ring writer
-// (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it
-// wraps, the second realigned to lane 0); one record per WQE in posting order
-// once its last ring write has its write response.
+// and SQ index), or from a read ahead (1024 entries, by QP number: a window of
+// up to eight of the QP's posted blocks, read from its next WQE as soon as its
+// current WQE's size is known and extended from its end, up to two reads in
+// flight, once half of it is behind the next WQE; or an idle QP's first WQE's
+// one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
+// QP popped while its next WQE's read ahead is still coming goes back to the
+// scheduler until it lands); the first payload read of a gathered Send or
+// Write read ahead into one of 4 slots of 4 KiB as soon as its WQE's block is
+// (its lkey looked up first), and taken for the gather's first request when
+// the WQE starts if the slot's QP, SQ index, host address and length match;
+// WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
+// segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
+// stream offset; each FPDU's wire length is computed here as it enters
+// mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
+// the ring size, in two writes where it wraps, the second realigned to lane
+// 0); one record per WQE in posting order once its last ring write has its
+// write response.
 //
 // This increment serves inline Send, Send with Invalidate (either with
 // Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -972,28 +978,33 @@ module card_tx_w64 (
     wire [8:0]     pf_flight_used;           // read aheads in flight or queued
     wire           pf_flight_room;           // both queues can take a read ahead
     reg  [1023:0]  pf_inflight;              // a read ahead of the entry is in flight
+    reg  [1023:0]  pf_inflight2;             // two are
     reg  [1023:0]  pf_want;                  // the entry's read in flight is still wanted
-    reg  [1023:0]  pf_valid;                 // the entry holds the blocks its key names
+    reg  [1023:0]  pf_valid;                 // the entry's window holds its blocks (with a read in flight: those below the read's)
     wire [9:0]     pf_cur_slot;              // a QP's entry: its number
     wire [9:0]     pf_cur_qp;
     wire [1023:0]  pf_cur_1h;
     wire           pf_cur_inflight;
+    wire           pf_cur_inflight2;
     wire [9:0]     pf_pop_slot;              // a QP's entry: its number
     wire           pf_q_push;                // a read ahead is queued
     wire [9:0]     pf_q_in_slot;             // its entry
     wire [15:0]    pf_q_in_next;             // its first block (unmasked SQ index)
     wire [2:0]     pf_q_in_cnt;              // its blocks - 1
-    reg  [18:0]    pf_tag_rd;                // read data of pf_tag
-    wire [15:0]    pf_tag_idx;
-    wire [2:0]     pf_tag_cnt;
-    reg  [18:0]    pf_cur_key;               // the engine's QP's entry's key, read with its context
+    wire [24:0]    pf_q_in_key;              // the entry's key once it lands
+    wire           pf_q_in_fresh;            // it starts at a WQE
+    reg  [24:0]    pf_tag_rd;                // read data of pf_tag
+    reg  [24:0]    pf_cur_key;               // the engine's QP's entry's key, read with its context
     wire           pf_cur_live;              // the engine's QP's entry holds blocks, or has them on the way
-    wire [15:0]    pf_cur_next_off;          // the next WQE's first block in the entry
-    wire           pf_next_two;              // two blocks or more are posted from the next WQE on
-    wire [2:0]     pf_cur_cnt;
-    wire           pf_covered;               // the entry holds (or will) the next WQE's first block, and its second if posted
-    wire           pf_load;                  // a read ahead from the engine's QP's next WQE is queued
-    wire [15:0]    pf_posted_m1;             // blocks posted from the next WQE on, - 1
+    wire           pf_next_in;               // the entry holds (or will) the next WQE's first block
+    wire [15:0]    pf_cur_end;
+    wire [15:0]    pf_cur_ahead;             // blocks of the window from the next WQE on (1..8)
+    wire [3:0]     pf_cur_free;              // block slots the engine has passed
+    wire           pf_ext_ok;                // the window can grow by half an entry or more
+    wire           pf_load;                  // a read ahead of the engine's QP is queued
+    wire           pf_load_ext;              // ... extending its window
+    wire [3:0]     pf_cur_free_m1;
+    wire [15:0]    pf_posted_m1;             // blocks posted from the first on, - 1
     wire [15:0]    pf_to_end_m1;             // blocks to the ring's end, - 1
     wire [15:0]    pf_lim_m1;
     wire [2:0]     pf_cnt_m1;                // blocks to read - 1
@@ -1001,10 +1012,14 @@ module card_tx_w64 (
     wire [9:0]     pf_db_qp;
     wire [1023:0]  pf_db_1h;
     wire           pf_db_load;               // a doorbell's read ahead is queued
-    wire [15:0]    pf_db_posted_m1;          // blocks posted from the next WQE on, - 1
+    wire [15:0]    pf_db_posted_m1;          // blocks posted from the first on, - 1
     wire [15:0]    pf_db_to_end_m1;          // blocks to the ring's end, - 1
     wire [15:0]    pf_db_lim_m1;
     wire [2:0]     pf_db_cnt_m1;             // blocks to read - 1
+    wire [15:0]    pf_q_in_end;
+    wire [4:0]     pf_ext_n;                 // the window after the extension: the blocks from the next WQE on and the read's
+    wire [4:0]     pf_ext_n_m1;
+    wire [3:0]     pf_ext_k2_m1;             // with a read in flight: the blocks of both - 1
     wire [57:0]    pf_q_in_base;
     wire [15:0]    pf_q_in_mask;
     wire [4:0]     pf_q_wr_qp;
@@ -1013,192 +1028,224 @@ module card_tx_w64 (
     reg  [9:0]     pf_q0_slot;               // the read ahead's entry
     reg  [15:0]    pf_q0_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q0_key;                // ... unmasked
+    reg            pf_q0_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q0_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q0_cnt;                // its blocks - 1
     wire           pf_q1_w;
     reg  [9:0]     pf_q1_slot;               // the read ahead's entry
     reg  [15:0]    pf_q1_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q1_key;                // ... unmasked
+    reg            pf_q1_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q1_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q1_cnt;                // its blocks - 1
     wire           pf_q2_w;
     reg  [9:0]     pf_q2_slot;               // the read ahead's entry
     reg  [15:0]    pf_q2_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q2_key;                // ... unmasked
+    reg            pf_q2_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q2_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q2_cnt;                // its blocks - 1
     wire           pf_q3_w;
     reg  [9:0]     pf_q3_slot;               // the read ahead's entry
     reg  [15:0]    pf_q3_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q3_key;                // ... unmasked
+    reg            pf_q3_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q3_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q3_cnt;                // its blocks - 1
     wire           pf_q4_w;
     reg  [9:0]     pf_q4_slot;               // the read ahead's entry
     reg  [15:0]    pf_q4_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q4_key;                // ... unmasked
+    reg            pf_q4_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q4_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q4_cnt;                // its blocks - 1
     wire           pf_q5_w;
     reg  [9:0]     pf_q5_slot;               // the read ahead's entry
     reg  [15:0]    pf_q5_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q5_key;                // ... unmasked
+    reg            pf_q5_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q5_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q5_cnt;                // its blocks - 1
     wire           pf_q6_w;
     reg  [9:0]     pf_q6_slot;               // the read ahead's entry
     reg  [15:0]    pf_q6_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q6_key;                // ... unmasked
+    reg            pf_q6_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q6_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q6_cnt;                // its blocks - 1
     wire           pf_q7_w;
     reg  [9:0]     pf_q7_slot;               // the read ahead's entry
     reg  [15:0]    pf_q7_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q7_key;                // ... unmasked
+    reg            pf_q7_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q7_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q7_cnt;                // its blocks - 1
     wire           pf_q8_w;
     reg  [9:0]     pf_q8_slot;               // the read ahead's entry
     reg  [15:0]    pf_q8_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q8_key;                // ... unmasked
+    reg            pf_q8_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q8_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q8_cnt;                // its blocks - 1
     wire           pf_q9_w;
     reg  [9:0]     pf_q9_slot;               // the read ahead's entry
     reg  [15:0]    pf_q9_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q9_key;                // ... unmasked
+    reg            pf_q9_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q9_base;               // its SQ's base, bits 63:6
     reg  [2:0]     pf_q9_cnt;                // its blocks - 1
     wire           pf_q10_w;
     reg  [9:0]     pf_q10_slot;              // the read ahead's entry
     reg  [15:0]    pf_q10_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q10_key;               // ... unmasked
+    reg            pf_q10_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q10_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q10_cnt;               // its blocks - 1
     wire           pf_q11_w;
     reg  [9:0]     pf_q11_slot;              // the read ahead's entry
     reg  [15:0]    pf_q11_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q11_key;               // ... unmasked
+    reg            pf_q11_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q11_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q11_cnt;               // its blocks - 1
     wire           pf_q12_w;
     reg  [9:0]     pf_q12_slot;              // the read ahead's entry
     reg  [15:0]    pf_q12_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q12_key;               // ... unmasked
+    reg            pf_q12_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q12_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q12_cnt;               // its blocks - 1
     wire           pf_q13_w;
     reg  [9:0]     pf_q13_slot;              // the read ahead's entry
     reg  [15:0]    pf_q13_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q13_key;               // ... unmasked
+    reg            pf_q13_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q13_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q13_cnt;               // its blocks - 1
     wire           pf_q14_w;
     reg  [9:0]     pf_q14_slot;              // the read ahead's entry
     reg  [15:0]    pf_q14_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q14_key;               // ... unmasked
+    reg            pf_q14_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q14_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q14_cnt;               // its blocks - 1
     wire           pf_q15_w;
     reg  [9:0]     pf_q15_slot;              // the read ahead's entry
     reg  [15:0]    pf_q15_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q15_key;               // ... unmasked
+    reg            pf_q15_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q15_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q15_cnt;               // its blocks - 1
     wire           pf_q16_w;
     reg  [9:0]     pf_q16_slot;              // the read ahead's entry
     reg  [15:0]    pf_q16_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q16_key;               // ... unmasked
+    reg            pf_q16_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q16_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q16_cnt;               // its blocks - 1
     wire           pf_q17_w;
     reg  [9:0]     pf_q17_slot;              // the read ahead's entry
     reg  [15:0]    pf_q17_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q17_key;               // ... unmasked
+    reg            pf_q17_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q17_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q17_cnt;               // its blocks - 1
     wire           pf_q18_w;
     reg  [9:0]     pf_q18_slot;              // the read ahead's entry
     reg  [15:0]    pf_q18_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q18_key;               // ... unmasked
+    reg            pf_q18_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q18_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q18_cnt;               // its blocks - 1
     wire           pf_q19_w;
     reg  [9:0]     pf_q19_slot;              // the read ahead's entry
     reg  [15:0]    pf_q19_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q19_key;               // ... unmasked
+    reg            pf_q19_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q19_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q19_cnt;               // its blocks - 1
     wire           pf_q20_w;
     reg  [9:0]     pf_q20_slot;              // the read ahead's entry
     reg  [15:0]    pf_q20_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q20_key;               // ... unmasked
+    reg            pf_q20_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q20_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q20_cnt;               // its blocks - 1
     wire           pf_q21_w;
     reg  [9:0]     pf_q21_slot;              // the read ahead's entry
     reg  [15:0]    pf_q21_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q21_key;               // ... unmasked
+    reg            pf_q21_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q21_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q21_cnt;               // its blocks - 1
     wire           pf_q22_w;
     reg  [9:0]     pf_q22_slot;              // the read ahead's entry
     reg  [15:0]    pf_q22_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q22_key;               // ... unmasked
+    reg            pf_q22_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q22_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q22_cnt;               // its blocks - 1
     wire           pf_q23_w;
     reg  [9:0]     pf_q23_slot;              // the read ahead's entry
     reg  [15:0]    pf_q23_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q23_key;               // ... unmasked
+    reg            pf_q23_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q23_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q23_cnt;               // its blocks - 1
     wire           pf_q24_w;
     reg  [9:0]     pf_q24_slot;              // the read ahead's entry
     reg  [15:0]    pf_q24_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q24_key;               // ... unmasked
+    reg            pf_q24_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q24_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q24_cnt;               // its blocks - 1
     wire           pf_q25_w;
     reg  [9:0]     pf_q25_slot;              // the read ahead's entry
     reg  [15:0]    pf_q25_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q25_key;               // ... unmasked
+    reg            pf_q25_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q25_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q25_cnt;               // its blocks - 1
     wire           pf_q26_w;
     reg  [9:0]     pf_q26_slot;              // the read ahead's entry
     reg  [15:0]    pf_q26_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q26_key;               // ... unmasked
+    reg            pf_q26_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q26_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q26_cnt;               // its blocks - 1
     wire           pf_q27_w;
     reg  [9:0]     pf_q27_slot;              // the read ahead's entry
     reg  [15:0]    pf_q27_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q27_key;               // ... unmasked
+    reg            pf_q27_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q27_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q27_cnt;               // its blocks - 1
     wire           pf_q28_w;
     reg  [9:0]     pf_q28_slot;              // the read ahead's entry
     reg  [15:0]    pf_q28_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q28_key;               // ... unmasked
+    reg            pf_q28_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q28_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q28_cnt;               // its blocks - 1
     wire           pf_q29_w;
     reg  [9:0]     pf_q29_slot;              // the read ahead's entry
     reg  [15:0]    pf_q29_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q29_key;               // ... unmasked
+    reg            pf_q29_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q29_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q29_cnt;               // its blocks - 1
     wire           pf_q30_w;
     reg  [9:0]     pf_q30_slot;              // the read ahead's entry
     reg  [15:0]    pf_q30_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q30_key;               // ... unmasked
+    reg            pf_q30_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q30_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q30_cnt;               // its blocks - 1
     wire           pf_q31_w;
     reg  [9:0]     pf_q31_slot;              // the read ahead's entry
     reg  [15:0]    pf_q31_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q31_key;               // ... unmasked
+    reg            pf_q31_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q31_base;              // its SQ's base, bits 63:6
     reg  [2:0]     pf_q31_cnt;               // its blocks - 1
     wire [9:0]     pf_req_slot;              // the head read ahead's entry
@@ -1206,18 +1253,21 @@ module card_tx_w64 (
     wire [57:0]    pf_req_base;
     wire [2:0]     pf_req_cnt;
     wire [15:0]    pf_req_key;
+    wire           pf_req_fresh;
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
     reg            pf_land_err;              // a beat of the landing read ahead got an error response
     wire           pf_land;                  // a read ahead's last beat
     wire [7:0]     pf_flight_head_next;
-    reg  [25:0]    pf_flight_rd;             // read data of pf_flight
+    reg  [26:0]    pf_flight_rd;             // read data of pf_flight
     wire [9:0]     pf_land_entry;
+    wire [15:0]    pf_land_idx;
     reg  [5:0]     pf_land_beat;             // beats of the landing read ahead taken
-    wire [2:0]     pf_land_blk;              // the block the beat belongs to
+    wire [2:0]     pf_land_blk;              // the block the beat belongs to, in its read ahead
     reg  [447:0]   pf_stage;                 // the block's beats so far, the latest on top
     wire           pf_land_blk_done;         // the beat completes a block
     wire [511:0]   pf_land_blk_data;         // that block
     wire           pf_land_ok;               // the blocks are whole
+    wire [15:0]    pf_land_sq;               // the block's SQ index
     wire [2:0]     pf_land_slot_qp;
     wire [7:0]     pf_land_slot_1h;
     reg  [511:0]   pf_data0_rd;              // read data of pf_data0
@@ -1230,32 +1280,56 @@ module card_tx_w64 (
     reg  [511:0]   pf_data7_rd;              // read data of pf_data7
     wire [9:0]     pf_landing_qp;
     wire [1023:0]  pf_landing_1h;
+    wire [1023:0]  pf_fresh_1h;              // a fresh read replaces the entry's window
     wire [1023:0]  pf_load_1h;
     wire [1023:0]  pf_land_1h;
     wire [9:0]     pf_create_slot;           // a QP's entry: its number
     wire [9:0]     pf_created_qp;
     wire [1023:0]  pf_created_1h;
     reg            pf_pop_valid;             // the popped QP's entry held blocks
-    wire [15:0]    pf_pop_off;               // the popped QP's next WQE's first block in its entry
-    wire           pf_pop_inside;            // ... is inside it
-    wire           pf_pop_inside_two;        // ... and so is the block after it
+    reg            pf_pop_inflight;          // the popped QP's entry had a read in flight
+    reg            pf_pop_inflight2;         // ... two
+    wire [15:0]    pf_pop_next1;
+    wire           pf_pop_inside;            // the popped QP's next WQE's first block is in its entry's window
     reg            pf_hit;                   // the engine's QP's next WQE's first block is in its entry
     reg            pf_hit_two;               // ... and the block after it
-    reg            pf_inside;                // the engine's QP's next WQE starts inside its entry's blocks (held or not)
-    wire [2:0]     pf_pop_off3;
+    reg            pf_inside;                // the engine's QP's next WQE starts inside its entry's window (held or not)
+    wire [15:0]    pf_pop_next;              // the block the popped QP's next WQE starts at
+    wire [2:0]     pf_pop_off3;              // its block slot
     wire [2:0]     pf_pop_off3_next;
     wire [1023:0]  pf_pop_blocks;            // the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     reg            pf_pop_pending;           // the popped QP's entry has a wanted read ahead queued or in flight
     reg            pf_pend;                  // the engine's QP's next WQE's first block is being read ahead
     wire [1023:0]  pf_clear_1h;
+    wire [1023:0]  pf_land_bad_1h;
     wire [63:0]    pf_req_addr;
-    wire           pf_unused;                // tag bits the prefetch does not use
+    wire           pf_unused;                // bits the prefetch does not use
     wire           rd_eng_req;               // the engine or the gather asks for a read
     wire           pa_grant;                 // dma_rd takes a payload slot's read
+    reg            pa_p1_done;               // stage 1: a block landed last cycle
+    reg            pa_p1_ok;
+    reg  [2:0]     pa_p1_off;
+    reg  [31:0]    pa_p1_hdr;
+    reg  [127:0]   pa_p1_sge0;
+    reg  [9:0]     pa_p1_qp;
+    reg  [15:0]    pa_p1_idx;
+    reg            pa_p1_fresh;
+    reg            pa_p1_last;
+    wire           pa_parse_wr;              // the read's last block is parsed: its record is written
+    wire [3:0]     pa_parse_left;            // the next WQE start past the read, in blocks from its end (15: not known)
+    wire           pa_parse_rd_go;           // a read's first block lands: its entry's record is read
+    reg  [3:0]     pa_parse_rd;              // read data of pa_parse
+    reg            pa_parse_byp;
+    reg  [3:0]     pa_parse_byp_v;
+    wire [3:0]     pa_parse_rec;
     wire [3:0]     pa_blk_bbs;               // BBS of the block's header (if it starts a WQE)
-    reg  [3:0]     pa_parse_next;            // the next WQE start in the landing read ahead (15: none known)
+    reg  [4:0]     pa_parse_next;            // the next WQE start in the read being parsed, in blocks from its first (31: not known)
+    wire [4:0]     pa_blk_first_start;
+    wire [4:0]     pa_parse_cur;
     wire           pa_blk_start;             // the block starts a WQE
     wire           pa_blk_bbs_ok;
+    wire [4:0]     pa_parse_after;
+    wire [4:0]     pa_parse_rel;
     wire           pa_cand;                  // a gathered Send or Write with a non-empty SGE 0
     reg            pa_cand_v;                // a candidate (its PD is read)
     reg  [9:0]     pa_cand_qp;
@@ -2033,16 +2107,17 @@ module card_tx_w64 (
     reg  [63:0] wqe_buf [0:63];              // the WQE past its header (the inline payload)
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
-    reg  [18:0] pf_tag [0:1023];             // per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
-    reg  [25:0] pf_flight [0:127];           // the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
-    reg  [511:0] pf_data0 [0:1023];          // per entry: its block 0 read ahead
-    reg  [511:0] pf_data1 [0:1023];          // per entry: its block 1 read ahead
-    reg  [511:0] pf_data2 [0:1023];          // per entry: its block 2 read ahead
-    reg  [511:0] pf_data3 [0:1023];          // per entry: its block 3 read ahead
-    reg  [511:0] pf_data4 [0:1023];          // per entry: its block 4 read ahead
-    reg  [511:0] pf_data5 [0:1023];          // per entry: its block 5 read ahead
-    reg  [511:0] pf_data6 [0:1023];          // per entry: its block 6 read ahead
-    reg  [511:0] pf_data7 [0:1023];          // per entry: its block 7 read ahead
+    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read
+    reg  [26:0] pf_flight [0:127];           // the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
+    reg  [511:0] pf_data0 [0:1023];          // per entry: its SQ block 8i + 0 read ahead
+    reg  [511:0] pf_data1 [0:1023];          // per entry: its SQ block 8i + 1 read ahead
+    reg  [511:0] pf_data2 [0:1023];          // per entry: its SQ block 8i + 2 read ahead
+    reg  [511:0] pf_data3 [0:1023];          // per entry: its SQ block 8i + 3 read ahead
+    reg  [511:0] pf_data4 [0:1023];          // per entry: its SQ block 8i + 4 read ahead
+    reg  [511:0] pf_data5 [0:1023];          // per entry: its SQ block 8i + 5 read ahead
+    reg  [511:0] pf_data6 [0:1023];          // per entry: its SQ block 8i + 6 read ahead
+    reg  [511:0] pf_data7 [0:1023];          // per entry: its SQ block 8i + 7 read ahead
+    reg  [3:0] pa_parse [0:1023];            // per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)
     reg  [31:0] pa_pd [0:1023];              // per QP: its PD, for the lookups of its candidates
     reg  [63:0] pa_data [0:2047];            // the slots' bytes: 512 beats each
     reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
@@ -2643,19 +2718,21 @@ module card_tx_w64 (
     assign pf_cur_qp = pf_cur_slot;
     assign pf_cur_1h = {{1023{1'b0}}, 1'b1} << pf_cur_qp;
     assign pf_cur_inflight = pf_inflight[pf_cur_slot];
+    assign pf_cur_inflight2 = pf_inflight2[pf_cur_slot];
     assign pf_pop_slot = sched_rd;
-    assign pf_tag_idx = pf_tag_rd[15:0];
-    assign pf_tag_cnt = pf_tag_rd[18:16];
     assign pf_cur_live = pf_valid[pf_cur_slot] | (pf_cur_inflight & pf_want[pf_cur_slot]);
-    assign pf_cur_next_off = pf_next - pf_cur_key[15:0];
-    assign pf_next_two = ~((cur_sq_pi - pf_next) < 16'h0002);
-    assign pf_cur_cnt = pf_cur_key[18:16];
-    assign pf_covered = pf_cur_live & (pf_next_two ? (pf_cur_next_off < {13'h0000, pf_cur_cnt}) : ~({13'h0000, pf_cur_cnt} < (pf_next - pf_cur_key[15:0])));
-    assign pf_load = ((pf_load_go & ~pf_covered) & ~pf_cur_inflight) & pf_flight_room;
-    assign pf_posted_m1 = (cur_sq_pi - pf_next) - 16'h0001;
-    assign pf_to_end_m1 = sq_mask - (pf_next & sq_mask);
+    assign pf_next_in = pf_cur_live & ~({13'h0000, pf_cur_key[18:16]} < ((pf_cur_key[15:0] - pf_next) - 16'h0001));
+    assign pf_cur_end = pf_cur_key[15:0];
+    assign pf_cur_ahead = pf_cur_end - pf_next;
+    assign pf_cur_free = 4'h8 - pf_cur_ahead[3:0];
+    assign pf_ext_ok = ((pf_next_in & ~(pf_cur_free < 4'h4)) & (cur_sq_pi != pf_cur_end)) & ~pf_cur_inflight2;
+    assign pf_load = (pf_load_go & pf_flight_room) & (pf_next_in ? pf_ext_ok : ~pf_cur_inflight);
+    assign pf_load_ext = pf_load & pf_next_in;
+    assign pf_cur_free_m1 = pf_cur_free - 4'h1;
+    assign pf_posted_m1 = (cur_sq_pi - (pf_next_in ? pf_cur_end : pf_next)) - 16'h0001;
+    assign pf_to_end_m1 = sq_mask - ((pf_next_in ? pf_cur_end : pf_next) & sq_mask);
     assign pf_lim_m1 = (pf_posted_m1 < pf_to_end_m1) ? pf_posted_m1 : pf_to_end_m1;
-    assign pf_cnt_m1 = (pf_lim_m1 < 16'h0007) ? pf_lim_m1[2:0] : 3'h7;
+    assign pf_cnt_m1 = (pf_lim_m1 < {13'h0000, pf_next_in ? pf_cur_free_m1[2:0] : 3'h7}) ? pf_lim_m1[2:0] : (pf_next_in ? pf_cur_free_m1[2:0] : 3'h7);
     assign pf_db_slot = db_qp;
     assign pf_db_qp = pf_db_slot;
     assign pf_db_1h = {{1023{1'b0}}, 1'b1} << pf_db_qp;
@@ -2663,11 +2740,22 @@ module card_tx_w64 (
     assign pf_db_posted_m1 = (db_new_pi - db_old_pi) - 16'h0001;
     assign pf_db_to_end_m1 = db_sq_mask - (db_old_pi & db_sq_mask);
     assign pf_db_lim_m1 = (pf_db_posted_m1 < pf_db_to_end_m1) ? pf_db_posted_m1 : pf_db_to_end_m1;
-    assign pf_db_cnt_m1 = (pf_db_lim_m1 < 16'h0001) ? pf_db_lim_m1[2:0] : 3'h1;
+    assign pf_db_cnt_m1 = (pf_db_lim_m1 < {13'h0000, 3'h1}) ? pf_db_lim_m1[2:0] : 3'h1;
     assign pf_q_push = pf_load | pf_db_load;
     assign pf_q_in_slot = pf_load ? pf_cur_slot : pf_db_slot;
-    assign pf_q_in_next = pf_load ? pf_next : db_old_pi;
+    assign pf_q_in_next = pf_load ? (pf_load_ext ? pf_cur_end : pf_next) : db_old_pi;
     assign pf_q_in_cnt = pf_load ? pf_cnt_m1 : pf_db_cnt_m1;
+    assign pf_q_in_end = (pf_q_in_next + {13'h0000, pf_q_in_cnt}) + 16'h0001;
+    assign pf_ext_n = ({1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1}) + 5'h01;
+    assign pf_ext_n_m1 = pf_ext_n - 5'h01;
+    assign pf_ext_k2_m1 = ({1'h0, pf_q_in_cnt} + {1'h0, pf_cur_key[21:19]}) + 4'h1;
+    assign pf_q_in_key = {
+        (pf_load_ext & pf_cur_inflight) ? pf_ext_k2_m1[2:0] : pf_q_in_cnt,
+        pf_q_in_cnt,
+        pf_load_ext ? pf_ext_n_m1[2:0] : pf_q_in_cnt,
+        pf_q_in_end
+    };
+    assign pf_q_in_fresh = ~pf_load_ext;
     assign pf_q_in_base = pf_load ? cur_sq_base : sq_base_db_rd;
     assign pf_q_in_mask = pf_load ? sq_mask : db_sq_mask;
     assign pf_q_wr_qp = pf_q_wp[4:0];
@@ -2709,28 +2797,32 @@ module card_tx_w64 (
     assign pf_req_base = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_base : pf_q30_base) : (pf_q_rp[0] ? pf_q29_base : pf_q28_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_base : pf_q26_base) : (pf_q_rp[0] ? pf_q25_base : pf_q24_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_base : pf_q22_base) : (pf_q_rp[0] ? pf_q21_base : pf_q20_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_base : pf_q18_base) : (pf_q_rp[0] ? pf_q17_base : pf_q16_base)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_base : pf_q14_base) : (pf_q_rp[0] ? pf_q13_base : pf_q12_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_base : pf_q10_base) : (pf_q_rp[0] ? pf_q9_base : pf_q8_base))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_base : pf_q6_base) : (pf_q_rp[0] ? pf_q5_base : pf_q4_base)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_base : pf_q2_base) : (pf_q_rp[0] ? pf_q1_base : pf_q0_base))));
     assign pf_req_cnt = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_cnt : pf_q30_cnt) : (pf_q_rp[0] ? pf_q29_cnt : pf_q28_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_cnt : pf_q26_cnt) : (pf_q_rp[0] ? pf_q25_cnt : pf_q24_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_cnt : pf_q22_cnt) : (pf_q_rp[0] ? pf_q21_cnt : pf_q20_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_cnt : pf_q18_cnt) : (pf_q_rp[0] ? pf_q17_cnt : pf_q16_cnt)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_cnt : pf_q14_cnt) : (pf_q_rp[0] ? pf_q13_cnt : pf_q12_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_cnt : pf_q10_cnt) : (pf_q_rp[0] ? pf_q9_cnt : pf_q8_cnt))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_cnt : pf_q6_cnt) : (pf_q_rp[0] ? pf_q5_cnt : pf_q4_cnt)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_cnt : pf_q2_cnt) : (pf_q_rp[0] ? pf_q1_cnt : pf_q0_cnt))));
     assign pf_req_key = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_key : pf_q30_key) : (pf_q_rp[0] ? pf_q29_key : pf_q28_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_key : pf_q26_key) : (pf_q_rp[0] ? pf_q25_key : pf_q24_key))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_key : pf_q22_key) : (pf_q_rp[0] ? pf_q21_key : pf_q20_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_key : pf_q18_key) : (pf_q_rp[0] ? pf_q17_key : pf_q16_key)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_key : pf_q14_key) : (pf_q_rp[0] ? pf_q13_key : pf_q12_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_key : pf_q10_key) : (pf_q_rp[0] ? pf_q9_key : pf_q8_key))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_key : pf_q6_key) : (pf_q_rp[0] ? pf_q5_key : pf_q4_key)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_key : pf_q2_key) : (pf_q_rp[0] ? pf_q1_key : pf_q0_key))));
+    assign pf_req_fresh = pf_q_rp[4] ? (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q31_fresh : pf_q30_fresh) : (pf_q_rp[0] ? pf_q29_fresh : pf_q28_fresh)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q27_fresh : pf_q26_fresh) : (pf_q_rp[0] ? pf_q25_fresh : pf_q24_fresh))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q23_fresh : pf_q22_fresh) : (pf_q_rp[0] ? pf_q21_fresh : pf_q20_fresh)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q19_fresh : pf_q18_fresh) : (pf_q_rp[0] ? pf_q17_fresh : pf_q16_fresh)))) : (pf_q_rp[3] ? (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q15_fresh : pf_q14_fresh) : (pf_q_rp[0] ? pf_q13_fresh : pf_q12_fresh)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q11_fresh : pf_q10_fresh) : (pf_q_rp[0] ? pf_q9_fresh : pf_q8_fresh))) : (pf_q_rp[2] ? (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q7_fresh : pf_q6_fresh) : (pf_q_rp[0] ? pf_q5_fresh : pf_q4_fresh)) : (pf_q_rp[1] ? (pf_q_rp[0] ? pf_q3_fresh : pf_q2_fresh) : (pf_q_rp[0] ? pf_q1_fresh : pf_q0_fresh))));
     assign pf_beat = rd_tvalid_all & rd_ttag[1];
     assign pf_land = pf_beat & rd_tlast;
     assign pf_flight_head_next = pf_flight_head + {7'h00, pf_land};
     assign pf_land_entry = pf_flight_rd[9:0];
+    assign pf_land_idx = pf_flight_rd[25:10];
     assign pf_land_blk = pf_land_beat[5:3];
     assign pf_land_blk_done = pf_beat & (pf_land_beat[2:0] == 3'h7);
     assign pf_land_blk_data = {rd_tdata, pf_stage};
     assign pf_land_ok = (pf_land & ~pf_land_err) & ~rd_terr;
-    assign pf_land_slot_qp = pf_land_blk;
+    assign pf_land_sq = pf_land_idx + {13'h0000, pf_land_blk};
+    assign pf_land_slot_qp = pf_land_sq[2:0];
     assign pf_land_slot_1h = {{7{1'b0}}, 1'b1} << pf_land_slot_qp;
     assign pf_landing_qp = pf_land_entry;
     assign pf_landing_1h = {{1023{1'b0}}, 1'b1} << pf_landing_qp;
+    assign pf_fresh_1h = (pf_cur_1h & {1024{(pf_load & ~pf_load_ext)}}) | (pf_db_1h & {1024{pf_db_load}});
     assign pf_load_1h = (pf_cur_1h & {1024{pf_load}}) | (pf_db_1h & {1024{pf_db_load}});
     assign pf_land_1h = pf_landing_1h & {1024{pf_land}};
     assign pf_create_slot = cmd_num;
     assign pf_created_qp = pf_create_slot;
     assign pf_created_1h = {{1023{1'b0}}, 1'b1} << pf_created_qp;
-    assign pf_pop_off = ctx_next_ld - pf_tag_idx;
-    assign pf_pop_inside = ~({13'h0000, pf_tag_cnt} < (ctx_next_ld - pf_tag_idx));
-    assign pf_pop_inside_two = pf_pop_off < {13'h0000, pf_tag_cnt};
-    assign pf_pop_off3 = pf_pop_off[2:0];
-    assign pf_pop_off3_next = pf_pop_off[2:0] + 3'h1;
+    assign pf_pop_next1 = ctx_next_ld + 16'h0001;
+    assign pf_pop_inside = ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001));
+    assign pf_pop_next = ctx_next_ld;
+    assign pf_pop_off3 = pf_pop_next[2:0];
+    assign pf_pop_off3_next = pf_pop_next1[2:0];
     assign pf_pop_blocks = {
         pf_pop_off3_next[2] ? (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off3_next[0] ?
             pf_data5_rd : pf_data4_rd)) : (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data3_rd : pf_data2_rd) :
@@ -2740,18 +2832,37 @@ module card_tx_w64 (
             pf_data0_rd))
     };
     assign pf_clear_1h = (pf_cur_1h & {1024{(wqe_go & ~pf_inside)}}) | (pf_created_1h & {1024{cmd_create}});
+    assign pf_land_bad_1h = pf_land_1h & {1024{~pf_land_ok}};
     assign pf_req_addr = {pf_req_base, 6'h00} + {42'h00000000000, pf_req_idx, 6'h00};
-    assign pf_unused = rd_ttag[0] | |rd_ttag[7:2];
+    assign pf_unused = |{
+        rd_ttag[0],
+        |rd_ttag[7:2],
+        pf_cur_ahead[15:4],
+        pf_cur_free_m1[3],
+        pf_ext_n_m1[4:3],
+        pf_land_sq[15:3],
+        pf_pop_next[15:3],
+        pf_cur_key[24:22],
+        pf_ext_k2_m1[3]
+    };
     assign pf_use_hit = pf_hit;
     assign pf_use_pend = pf_pend;
     assign pf_use_two = pf_hit_two;
     assign pf_use_data = pf_pop_blocks;
     assign rd_eng_req = rd_wqe_valid | (g_req_v & ~g_req_slot);
     assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
-    assign pa_blk_bbs = pf_land_blk_data[19:16];
-    assign pa_blk_start = pf_land_blk_done & (({1'h0, pf_land_blk} == 4'h0) | ({1'h0, pf_land_blk} == pa_parse_next));
+    assign pa_parse_wr = pa_p1_done & pa_p1_last;
+    assign pa_parse_rd_go = pf_land_blk_done & (pf_land_blk == 3'h0);
+    assign pa_parse_rec = pa_parse_byp ? pa_parse_byp_v : pa_parse_rd;
+    assign pa_blk_bbs = pa_p1_hdr[19:16];
+    assign pa_blk_first_start = pa_p1_fresh ? 5'h00 : ((pa_parse_rec == 4'hf) ? 5'h1f : {1'h0, pa_parse_rec});
+    assign pa_parse_cur = ({2'h0, pa_p1_off} == 5'h00) ? pa_blk_first_start : pa_parse_next;
+    assign pa_blk_start = pa_p1_done & ({2'h0, pa_p1_off} == pa_parse_cur);
     assign pa_blk_bbs_ok = |pa_blk_bbs & ~(4'h8 < pa_blk_bbs);
-    assign pa_cand = (((pa_blk_start & ~(pf_land_err | rd_terr)) & pa_blk_bbs_ok) & (((((pf_land_blk_data[7:0] == 8'h00) | (pf_land_blk_data[7:0] == 8'h01)) | (pf_land_blk_data[7:0] == 8'h02)) & ~pf_land_blk_data[11]) & |pf_land_blk_data[28:24])) & |pf_land_blk_data[351:320];
+    assign pa_parse_after = pa_blk_start ? (pa_blk_bbs_ok ? ({2'h0, pa_p1_off} + {1'h0, pa_blk_bbs}) : 5'h1f) : pa_parse_cur;
+    assign pa_parse_rel = (pa_parse_after - {2'h0, pa_p1_off}) - 5'h01;
+    assign pa_parse_left = (pa_parse_after == 5'h1f) ? 4'hf : pa_parse_rel[3:0];
+    assign pa_cand = (((pa_blk_start & pa_p1_ok) & pa_blk_bbs_ok) & (((((pa_p1_hdr[7:0] == 8'h00) | (pa_p1_hdr[7:0] == 8'h01)) | (pa_p1_hdr[7:0] == 8'h02)) & ~pa_p1_hdr[11]) & |pa_p1_hdr[28:24])) & |pa_p1_sge0[95:64];
     assign pa_cq_wpos = pa_cq_count - {2'h0, pa_cq_pop};
     assign pa_cq0_push = pa_cq_push & (pa_cq_wpos == 3'h0);
     assign pa_cq1_push = pa_cq_push & (pa_cq_wpos == 3'h1);
@@ -3194,7 +3305,12 @@ module card_tx_w64 (
         s_chk_run[31],
         s_chk_run[30:17],
         pk_sum_lo[3],
+        pa_p1_hdr[31:29],
+        pa_p1_hdr[23:20],
+        pa_p1_hdr[15:12],
+        pa_p1_hdr[10:8],
         pa_use_n[12],
+        pa_parse_rel[4],
         ddp_m_tkeep,
         ddp_m_tuser_user,
         w_x[16],
@@ -4632,6 +4748,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q0_w) begin
+            pf_q0_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q0_w) begin
             pf_q0_base <= pf_q_in_base;
         end
     end
@@ -4657,6 +4779,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q1_w) begin
             pf_q1_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q1_w) begin
+            pf_q1_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4692,6 +4820,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q2_w) begin
+            pf_q2_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q2_w) begin
             pf_q2_base <= pf_q_in_base;
         end
     end
@@ -4717,6 +4851,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q3_w) begin
             pf_q3_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q3_w) begin
+            pf_q3_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4752,6 +4892,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q4_w) begin
+            pf_q4_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q4_w) begin
             pf_q4_base <= pf_q_in_base;
         end
     end
@@ -4777,6 +4923,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q5_w) begin
             pf_q5_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q5_w) begin
+            pf_q5_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4812,6 +4964,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q6_w) begin
+            pf_q6_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q6_w) begin
             pf_q6_base <= pf_q_in_base;
         end
     end
@@ -4837,6 +4995,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q7_w) begin
             pf_q7_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q7_w) begin
+            pf_q7_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4872,6 +5036,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q8_w) begin
+            pf_q8_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q8_w) begin
             pf_q8_base <= pf_q_in_base;
         end
     end
@@ -4897,6 +5067,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q9_w) begin
             pf_q9_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q9_w) begin
+            pf_q9_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4932,6 +5108,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q10_w) begin
+            pf_q10_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q10_w) begin
             pf_q10_base <= pf_q_in_base;
         end
     end
@@ -4957,6 +5139,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q11_w) begin
             pf_q11_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q11_w) begin
+            pf_q11_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -4992,6 +5180,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q12_w) begin
+            pf_q12_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q12_w) begin
             pf_q12_base <= pf_q_in_base;
         end
     end
@@ -5017,6 +5211,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q13_w) begin
             pf_q13_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q13_w) begin
+            pf_q13_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5052,6 +5252,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q14_w) begin
+            pf_q14_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q14_w) begin
             pf_q14_base <= pf_q_in_base;
         end
     end
@@ -5077,6 +5283,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q15_w) begin
             pf_q15_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q15_w) begin
+            pf_q15_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5112,6 +5324,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q16_w) begin
+            pf_q16_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q16_w) begin
             pf_q16_base <= pf_q_in_base;
         end
     end
@@ -5137,6 +5355,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q17_w) begin
             pf_q17_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q17_w) begin
+            pf_q17_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5172,6 +5396,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q18_w) begin
+            pf_q18_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q18_w) begin
             pf_q18_base <= pf_q_in_base;
         end
     end
@@ -5197,6 +5427,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q19_w) begin
             pf_q19_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q19_w) begin
+            pf_q19_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5232,6 +5468,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q20_w) begin
+            pf_q20_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q20_w) begin
             pf_q20_base <= pf_q_in_base;
         end
     end
@@ -5257,6 +5499,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q21_w) begin
             pf_q21_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q21_w) begin
+            pf_q21_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5292,6 +5540,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q22_w) begin
+            pf_q22_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q22_w) begin
             pf_q22_base <= pf_q_in_base;
         end
     end
@@ -5317,6 +5571,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q23_w) begin
             pf_q23_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q23_w) begin
+            pf_q23_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5352,6 +5612,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q24_w) begin
+            pf_q24_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q24_w) begin
             pf_q24_base <= pf_q_in_base;
         end
     end
@@ -5377,6 +5643,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q25_w) begin
             pf_q25_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q25_w) begin
+            pf_q25_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5412,6 +5684,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q26_w) begin
+            pf_q26_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q26_w) begin
             pf_q26_base <= pf_q_in_base;
         end
     end
@@ -5437,6 +5715,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q27_w) begin
             pf_q27_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q27_w) begin
+            pf_q27_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5472,6 +5756,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q28_w) begin
+            pf_q28_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q28_w) begin
             pf_q28_base <= pf_q_in_base;
         end
     end
@@ -5497,6 +5787,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q29_w) begin
             pf_q29_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q29_w) begin
+            pf_q29_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5532,6 +5828,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pf_q30_w) begin
+            pf_q30_fresh <= pf_q_in_fresh;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q30_w) begin
             pf_q30_base <= pf_q_in_base;
         end
     end
@@ -5557,6 +5859,12 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (pf_q31_w) begin
             pf_q31_key <= pf_q_in_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pf_q31_w) begin
+            pf_q31_fresh <= pf_q_in_fresh;
         end
     end
 
@@ -5636,9 +5944,25 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            pf_pop_inflight <= 1'h0;
+        end else begin
+            pf_pop_inflight <= pf_inflight[pf_pop_slot];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_pop_inflight2 <= 1'h0;
+        end else begin
+            pf_pop_inflight2 <= pf_inflight2[pf_pop_slot];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             pf_hit <= 1'h0;
         end else if (ctx_load) begin
-            pf_hit <= pf_pop_valid & pf_pop_inside;
+            pf_hit <= (pf_pop_valid & ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
         end
     end
 
@@ -5646,7 +5970,7 @@ module card_tx_w64 (
         if (rst) begin
             pf_hit_two <= 1'h0;
         end else if (ctx_load) begin
-            pf_hit_two <= pf_pop_valid & pf_pop_inside_two;
+            pf_hit_two <= (pf_pop_valid & ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))));
         end
     end
 
@@ -5670,7 +5994,7 @@ module card_tx_w64 (
         if (rst) begin
             pf_pend <= 1'h0;
         end else if (ctx_load) begin
-            pf_pend <= pf_pop_pending & pf_pop_inside;
+            pf_pend <= pf_pop_pending & (pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
         end
     end
 
@@ -5678,7 +6002,15 @@ module card_tx_w64 (
         if (rst) begin
             pf_inflight <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            pf_inflight <= pf_load_1h | (pf_inflight & ~pf_land_1h);
+            pf_inflight <= (pf_load_1h | (pf_inflight & ~pf_land_1h)) | pf_inflight2;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pf_inflight2 <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            pf_inflight2 <= ((pf_inflight & pf_load_1h) | pf_inflight2) & ~pf_land_1h;
         end
     end
 
@@ -5686,7 +6018,7 @@ module card_tx_w64 (
         if (rst) begin
             pf_want <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            pf_want <= (pf_load_1h | (pf_want & ~pf_land_1h)) & ~pf_clear_1h;
+            pf_want <= ((pf_load_1h | (pf_want & (~pf_land_1h | pf_inflight2))) & ~pf_clear_1h) & ~pf_land_bad_1h;
         end
     end
 
@@ -5694,15 +6026,67 @@ module card_tx_w64 (
         if (rst) begin
             pf_valid <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            pf_valid <= ((pf_valid & ~pf_load_1h) | ((pf_land_1h & pf_want) & {1024{pf_land_ok}})) & ~pf_clear_1h;
+            pf_valid <= (((pf_valid & ~pf_fresh_1h) | ((pf_land_1h & pf_want) & {1024{pf_land_ok}})) & ~pf_clear_1h) & ~pf_land_bad_1h;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_parse_next <= 4'h0;
-        end else if (pa_blk_start) begin
-            pa_parse_next <= pa_blk_bbs_ok ? ({1'h0, pf_land_blk} + pa_blk_bbs) : 4'hf;
+            pa_p1_done <= 1'h0;
+        end else begin
+            pa_p1_done <= pf_land_blk_done;
+        end
+    end
+
+    always @(posedge clk) begin
+        pa_p1_ok <= ~(pf_land_err | rd_terr);
+    end
+
+    always @(posedge clk) begin
+        pa_p1_off <= pf_land_blk;
+    end
+
+    always @(posedge clk) begin
+        pa_p1_hdr <= pf_land_blk_data[31:0];
+    end
+
+    always @(posedge clk) begin
+        pa_p1_sge0 <= pf_land_blk_data[383:256];
+    end
+
+    always @(posedge clk) begin
+        pa_p1_qp <= pf_land_entry;
+    end
+
+    always @(posedge clk) begin
+        pa_p1_idx <= pf_land_idx;
+    end
+
+    always @(posedge clk) begin
+        pa_p1_fresh <= pf_flight_rd[26];
+    end
+
+    always @(posedge clk) begin
+        pa_p1_last <= pf_land;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_parse_byp <= 1'h0;
+        end else begin
+            pa_parse_byp <= (pa_parse_wr & pa_parse_rd_go) & (pa_p1_qp == pf_land_entry);
+        end
+    end
+
+    always @(posedge clk) begin
+        pa_parse_byp_v <= pa_parse_left;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_parse_next <= 5'h1f;
+        end else if (pa_p1_done) begin
+            pa_parse_next <= pa_parse_after;
         end
     end
 
@@ -5716,31 +6100,31 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_qp <= pf_land_entry;
+            pa_cand_qp <= pa_p1_qp;
         end
     end
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_idx <= pf_flight_rd[25:10] + {13'h0000, pf_land_blk};
+            pa_cand_idx <= pa_p1_idx + {13'h0000, pa_p1_off};
         end
     end
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_addr <= pf_land_blk_data[319:256];
+            pa_cand_addr <= pa_p1_sge0[63:0];
         end
     end
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_len <= pf_land_blk_data[351:320];
+            pa_cand_len <= pa_p1_sge0[95:64];
         end
     end
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_lkey <= pf_land_blk_data[383:352];
+            pa_cand_lkey <= pa_p1_sge0[127:96];
         end
     end
 
@@ -8208,7 +8592,7 @@ module card_tx_w64 (
     // pf_tag: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_q_push) begin
-            pf_tag[pf_q_in_slot] <= {pf_q_in_cnt, pf_q_in_next};
+            pf_tag[pf_q_in_slot] <= pf_q_in_key;
         end
         pf_tag_rd <= pf_tag[pf_pop_slot];
     end
@@ -8216,7 +8600,7 @@ module card_tx_w64 (
     // pf_flight: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (pf_grant) begin
-            pf_flight[pf_flight_tail[6:0]] <= {pf_req_key, pf_req_slot};
+            pf_flight[pf_flight_tail[6:0]] <= {pf_req_fresh, pf_req_key, pf_req_slot};
         end
         pf_flight_rd <= pf_flight[pf_flight_head_next[6:0]];
     end
@@ -8301,13 +8685,23 @@ module card_tx_w64 (
         end
     end
 
+    // pa_parse: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pa_parse_wr) begin
+            pa_parse[pa_p1_qp] <= pa_parse_left;
+        end
+        if (pa_parse_rd_go) begin
+            pa_parse_rd <= pa_parse[pf_land_entry];
+        end
+    end
+
     // pa_pd: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create) begin
             pa_pd[cmd_num] <= s_qp_pd;
         end
-        if (pf_land_blk_done) begin
-            pa_pd_rd <= pa_pd[pf_land_entry];
+        if (pa_cand) begin
+            pa_pd_rd <= pa_pd[pa_p1_qp];
         end
     end
 

@@ -10,17 +10,23 @@
 -- at most once, so it never overflows, and a QP sends one WQE per turn); WQE
 -- fetch by DMA (dma_rd: the first basic block, then the others in one read,
 -- two where they wrap the ring), from a pushed block (4 held, matched by QP
--- and SQ index), or from a read ahead (1024 entries, by QP number: a QP's next
--- WQE's first one or two blocks read as soon as its current WQE's size is
--- known, or at the SQ_PI doorbell that posts an idle QP's first WQE) without a
--- DMA read (a QP popped while its next WQE's read ahead is still coming goes
--- back to the scheduler until it lands); WQE decode; the inline payload
--- through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and
--- mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length
--- is computed here as it enters mpa_tx); the transmit stream ring writer
--- (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it
--- wraps, the second realigned to lane 0); one record per WQE in posting order
--- once its last ring write has its write response.
+-- and SQ index), or from a read ahead (1024 entries, by QP number: a window of
+-- up to eight of the QP's posted blocks, read from its next WQE as soon as its
+-- current WQE's size is known and extended from its end, up to two reads in
+-- flight, once half of it is behind the next WQE; or an idle QP's first WQE's
+-- one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
+-- QP popped while its next WQE's read ahead is still coming goes back to the
+-- scheduler until it lands); the first payload read of a gathered Send or
+-- Write read ahead into one of 4 slots of 4 KiB as soon as its WQE's block is
+-- (its lkey looked up first), and taken for the gather's first request when
+-- the WQE starts if the slot's QP, SQ index, host address and length match;
+-- WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
+-- segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
+-- stream offset; each FPDU's wire length is computed here as it enters
+-- mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo
+-- the ring size, in two writes where it wraps, the second realigned to lane
+-- 0); one record per WQE in posting order once its last ring write has its
+-- write response.
 --
 -- This increment serves inline Send, Send with Invalidate (either with
 -- Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
@@ -1003,28 +1009,33 @@ architecture rtl of card_tx_w64 is
     signal pf_flight_used : std_logic_vector(8 downto 0); -- read aheads in flight or queued
     signal pf_flight_room : std_logic;       -- both queues can take a read ahead
     signal pf_inflight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a read ahead of the entry is in flight
+    signal pf_inflight2 : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- two are
     signal pf_want : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry's read in flight is still wanted
-    signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry holds the blocks its key names
+    signal pf_valid : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the entry's window holds its blocks (with a read in flight: those below the read's)
     signal pf_cur_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_cur_qp : std_logic_vector(9 downto 0);
     signal pf_cur_1h : std_logic_vector(1023 downto 0);
     signal pf_cur_inflight : std_logic;
+    signal pf_cur_inflight2 : std_logic;
     signal pf_pop_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_q_push : std_logic;            -- a read ahead is queued
     signal pf_q_in_slot : std_logic_vector(9 downto 0); -- its entry
     signal pf_q_in_next : std_logic_vector(15 downto 0); -- its first block (unmasked SQ index)
     signal pf_q_in_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
-    signal pf_tag_rd : std_logic_vector(18 downto 0); -- read data of pf_tag
-    signal pf_tag_idx : std_logic_vector(15 downto 0);
-    signal pf_tag_cnt : std_logic_vector(2 downto 0);
-    signal pf_cur_key : std_logic_vector(18 downto 0); -- the engine's QP's entry's key, read with its context
+    signal pf_q_in_key : std_logic_vector(24 downto 0); -- the entry's key once it lands
+    signal pf_q_in_fresh : std_logic;        -- it starts at a WQE
+    signal pf_tag_rd : std_logic_vector(24 downto 0); -- read data of pf_tag
+    signal pf_cur_key : std_logic_vector(24 downto 0); -- the engine's QP's entry's key, read with its context
     signal pf_cur_live : std_logic;          -- the engine's QP's entry holds blocks, or has them on the way
-    signal pf_cur_next_off : std_logic_vector(15 downto 0); -- the next WQE's first block in the entry
-    signal pf_next_two : std_logic;          -- two blocks or more are posted from the next WQE on
-    signal pf_cur_cnt : std_logic_vector(2 downto 0);
-    signal pf_covered : std_logic;           -- the entry holds (or will) the next WQE's first block, and its second if posted
-    signal pf_load : std_logic;              -- a read ahead from the engine's QP's next WQE is queued
-    signal pf_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on, - 1
+    signal pf_next_in : std_logic;           -- the entry holds (or will) the next WQE's first block
+    signal pf_cur_end : std_logic_vector(15 downto 0);
+    signal pf_cur_ahead : std_logic_vector(15 downto 0); -- blocks of the window from the next WQE on (1..8)
+    signal pf_cur_free : std_logic_vector(3 downto 0); -- block slots the engine has passed
+    signal pf_ext_ok : std_logic;            -- the window can grow by half an entry or more
+    signal pf_load : std_logic;              -- a read ahead of the engine's QP is queued
+    signal pf_load_ext : std_logic;          -- ... extending its window
+    signal pf_cur_free_m1 : std_logic_vector(3 downto 0);
+    signal pf_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the first on, - 1
     signal pf_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
     signal pf_lim_m1 : std_logic_vector(15 downto 0);
     signal pf_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
@@ -1032,10 +1043,14 @@ architecture rtl of card_tx_w64 is
     signal pf_db_qp : std_logic_vector(9 downto 0);
     signal pf_db_1h : std_logic_vector(1023 downto 0);
     signal pf_db_load : std_logic;           -- a doorbell's read ahead is queued
-    signal pf_db_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the next WQE on, - 1
+    signal pf_db_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the first on, - 1
     signal pf_db_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
     signal pf_db_lim_m1 : std_logic_vector(15 downto 0);
     signal pf_db_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
+    signal pf_q_in_end : std_logic_vector(15 downto 0);
+    signal pf_ext_n : std_logic_vector(4 downto 0); -- the window after the extension: the blocks from the next WQE on and the read's
+    signal pf_ext_n_m1 : std_logic_vector(4 downto 0);
+    signal pf_ext_k2_m1 : std_logic_vector(3 downto 0); -- with a read in flight: the blocks of both - 1
     signal pf_q_in_base : std_logic_vector(57 downto 0);
     signal pf_q_in_mask : std_logic_vector(15 downto 0);
     signal pf_q_wr_qp : std_logic_vector(4 downto 0);
@@ -1044,192 +1059,224 @@ architecture rtl of card_tx_w64 is
     signal pf_q0_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q0_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q0_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q0_fresh : std_logic;          -- it starts at a WQE
     signal pf_q0_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q0_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q1_w : std_logic;
     signal pf_q1_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q1_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q1_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q1_fresh : std_logic;          -- it starts at a WQE
     signal pf_q1_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q1_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q2_w : std_logic;
     signal pf_q2_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q2_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q2_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q2_fresh : std_logic;          -- it starts at a WQE
     signal pf_q2_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q2_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q3_w : std_logic;
     signal pf_q3_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q3_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q3_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q3_fresh : std_logic;          -- it starts at a WQE
     signal pf_q3_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q3_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q4_w : std_logic;
     signal pf_q4_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q4_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q4_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q4_fresh : std_logic;          -- it starts at a WQE
     signal pf_q4_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q4_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q5_w : std_logic;
     signal pf_q5_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q5_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q5_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q5_fresh : std_logic;          -- it starts at a WQE
     signal pf_q5_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q5_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q6_w : std_logic;
     signal pf_q6_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q6_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q6_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q6_fresh : std_logic;          -- it starts at a WQE
     signal pf_q6_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q6_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q7_w : std_logic;
     signal pf_q7_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q7_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q7_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q7_fresh : std_logic;          -- it starts at a WQE
     signal pf_q7_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q7_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q8_w : std_logic;
     signal pf_q8_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q8_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q8_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q8_fresh : std_logic;          -- it starts at a WQE
     signal pf_q8_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q8_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q9_w : std_logic;
     signal pf_q9_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q9_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q9_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q9_fresh : std_logic;          -- it starts at a WQE
     signal pf_q9_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q9_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q10_w : std_logic;
     signal pf_q10_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q10_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q10_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q10_fresh : std_logic;         -- it starts at a WQE
     signal pf_q10_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q10_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q11_w : std_logic;
     signal pf_q11_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q11_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q11_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q11_fresh : std_logic;         -- it starts at a WQE
     signal pf_q11_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q11_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q12_w : std_logic;
     signal pf_q12_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q12_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q12_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q12_fresh : std_logic;         -- it starts at a WQE
     signal pf_q12_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q12_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q13_w : std_logic;
     signal pf_q13_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q13_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q13_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q13_fresh : std_logic;         -- it starts at a WQE
     signal pf_q13_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q13_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q14_w : std_logic;
     signal pf_q14_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q14_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q14_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q14_fresh : std_logic;         -- it starts at a WQE
     signal pf_q14_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q14_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q15_w : std_logic;
     signal pf_q15_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q15_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q15_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q15_fresh : std_logic;         -- it starts at a WQE
     signal pf_q15_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q15_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q16_w : std_logic;
     signal pf_q16_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q16_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q16_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q16_fresh : std_logic;         -- it starts at a WQE
     signal pf_q16_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q16_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q17_w : std_logic;
     signal pf_q17_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q17_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q17_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q17_fresh : std_logic;         -- it starts at a WQE
     signal pf_q17_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q17_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q18_w : std_logic;
     signal pf_q18_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q18_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q18_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q18_fresh : std_logic;         -- it starts at a WQE
     signal pf_q18_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q18_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q19_w : std_logic;
     signal pf_q19_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q19_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q19_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q19_fresh : std_logic;         -- it starts at a WQE
     signal pf_q19_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q19_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q20_w : std_logic;
     signal pf_q20_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q20_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q20_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q20_fresh : std_logic;         -- it starts at a WQE
     signal pf_q20_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q20_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q21_w : std_logic;
     signal pf_q21_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q21_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q21_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q21_fresh : std_logic;         -- it starts at a WQE
     signal pf_q21_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q21_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q22_w : std_logic;
     signal pf_q22_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q22_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q22_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q22_fresh : std_logic;         -- it starts at a WQE
     signal pf_q22_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q22_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q23_w : std_logic;
     signal pf_q23_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q23_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q23_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q23_fresh : std_logic;         -- it starts at a WQE
     signal pf_q23_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q23_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q24_w : std_logic;
     signal pf_q24_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q24_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q24_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q24_fresh : std_logic;         -- it starts at a WQE
     signal pf_q24_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q24_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q25_w : std_logic;
     signal pf_q25_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q25_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q25_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q25_fresh : std_logic;         -- it starts at a WQE
     signal pf_q25_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q25_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q26_w : std_logic;
     signal pf_q26_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q26_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q26_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q26_fresh : std_logic;         -- it starts at a WQE
     signal pf_q26_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q26_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q27_w : std_logic;
     signal pf_q27_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q27_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q27_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q27_fresh : std_logic;         -- it starts at a WQE
     signal pf_q27_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q27_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q28_w : std_logic;
     signal pf_q28_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q28_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q28_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q28_fresh : std_logic;         -- it starts at a WQE
     signal pf_q28_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q28_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q29_w : std_logic;
     signal pf_q29_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q29_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q29_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q29_fresh : std_logic;         -- it starts at a WQE
     signal pf_q29_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q29_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q30_w : std_logic;
     signal pf_q30_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q30_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q30_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q30_fresh : std_logic;         -- it starts at a WQE
     signal pf_q30_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q30_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_q31_w : std_logic;
     signal pf_q31_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q31_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q31_key : std_logic_vector(15 downto 0); -- ... unmasked
+    signal pf_q31_fresh : std_logic;         -- it starts at a WQE
     signal pf_q31_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
     signal pf_q31_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
     signal pf_req_slot : std_logic_vector(9 downto 0); -- the head read ahead's entry
@@ -1237,18 +1284,21 @@ architecture rtl of card_tx_w64 is
     signal pf_req_base : std_logic_vector(57 downto 0);
     signal pf_req_cnt : std_logic_vector(2 downto 0);
     signal pf_req_key : std_logic_vector(15 downto 0);
+    signal pf_req_fresh : std_logic;
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
     signal pf_land_err : std_logic := '0';   -- a beat of the landing read ahead got an error response
     signal pf_land : std_logic;              -- a read ahead's last beat
     signal pf_flight_head_next : std_logic_vector(7 downto 0);
-    signal pf_flight_rd : std_logic_vector(25 downto 0); -- read data of pf_flight
+    signal pf_flight_rd : std_logic_vector(26 downto 0); -- read data of pf_flight
     signal pf_land_entry : std_logic_vector(9 downto 0);
+    signal pf_land_idx : std_logic_vector(15 downto 0);
     signal pf_land_beat : std_logic_vector(5 downto 0) := "000000"; -- beats of the landing read ahead taken
-    signal pf_land_blk : std_logic_vector(2 downto 0); -- the block the beat belongs to
+    signal pf_land_blk : std_logic_vector(2 downto 0); -- the block the beat belongs to, in its read ahead
     signal pf_stage : std_logic_vector(447 downto 0); -- the block's beats so far, the latest on top
     signal pf_land_blk_done : std_logic;     -- the beat completes a block
     signal pf_land_blk_data : std_logic_vector(511 downto 0); -- that block
     signal pf_land_ok : std_logic;           -- the blocks are whole
+    signal pf_land_sq : std_logic_vector(15 downto 0); -- the block's SQ index
     signal pf_land_slot_qp : std_logic_vector(2 downto 0);
     signal pf_land_slot_1h : std_logic_vector(7 downto 0);
     signal pf_data0_rd : std_logic_vector(511 downto 0); -- read data of pf_data0
@@ -1261,32 +1311,56 @@ architecture rtl of card_tx_w64 is
     signal pf_data7_rd : std_logic_vector(511 downto 0); -- read data of pf_data7
     signal pf_landing_qp : std_logic_vector(9 downto 0);
     signal pf_landing_1h : std_logic_vector(1023 downto 0);
+    signal pf_fresh_1h : std_logic_vector(1023 downto 0); -- a fresh read replaces the entry's window
     signal pf_load_1h : std_logic_vector(1023 downto 0);
     signal pf_land_1h : std_logic_vector(1023 downto 0);
     signal pf_create_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_created_qp : std_logic_vector(9 downto 0);
     signal pf_created_1h : std_logic_vector(1023 downto 0);
     signal pf_pop_valid : std_logic := '0';  -- the popped QP's entry held blocks
-    signal pf_pop_off : std_logic_vector(15 downto 0); -- the popped QP's next WQE's first block in its entry
-    signal pf_pop_inside : std_logic;        -- ... is inside it
-    signal pf_pop_inside_two : std_logic;    -- ... and so is the block after it
+    signal pf_pop_inflight : std_logic := '0'; -- the popped QP's entry had a read in flight
+    signal pf_pop_inflight2 : std_logic := '0'; -- ... two
+    signal pf_pop_next1 : std_logic_vector(15 downto 0);
+    signal pf_pop_inside : std_logic;        -- the popped QP's next WQE's first block is in its entry's window
     signal pf_hit : std_logic := '0';        -- the engine's QP's next WQE's first block is in its entry
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
-    signal pf_inside : std_logic := '0';     -- the engine's QP's next WQE starts inside its entry's blocks (held or not)
-    signal pf_pop_off3 : std_logic_vector(2 downto 0);
+    signal pf_inside : std_logic := '0';     -- the engine's QP's next WQE starts inside its entry's window (held or not)
+    signal pf_pop_next : std_logic_vector(15 downto 0); -- the block the popped QP's next WQE starts at
+    signal pf_pop_off3 : std_logic_vector(2 downto 0); -- its block slot
     signal pf_pop_off3_next : std_logic_vector(2 downto 0);
     signal pf_pop_blocks : std_logic_vector(1023 downto 0); -- the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     signal pf_pop_pending : std_logic := '0'; -- the popped QP's entry has a wanted read ahead queued or in flight
     signal pf_pend : std_logic := '0';       -- the engine's QP's next WQE's first block is being read ahead
     signal pf_clear_1h : std_logic_vector(1023 downto 0);
+    signal pf_land_bad_1h : std_logic_vector(1023 downto 0);
     signal pf_req_addr : std_logic_vector(63 downto 0);
-    signal pf_unused : std_logic;            -- tag bits the prefetch does not use
+    signal pf_unused : std_logic;            -- bits the prefetch does not use
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
     signal pa_grant : std_logic;             -- dma_rd takes a payload slot's read
+    signal pa_p1_done : std_logic := '0';    -- stage 1: a block landed last cycle
+    signal pa_p1_ok : std_logic;
+    signal pa_p1_off : std_logic_vector(2 downto 0);
+    signal pa_p1_hdr : std_logic_vector(31 downto 0);
+    signal pa_p1_sge0 : std_logic_vector(127 downto 0);
+    signal pa_p1_qp : std_logic_vector(9 downto 0);
+    signal pa_p1_idx : std_logic_vector(15 downto 0);
+    signal pa_p1_fresh : std_logic;
+    signal pa_p1_last : std_logic;
+    signal pa_parse_wr : std_logic;          -- the read's last block is parsed: its record is written
+    signal pa_parse_left : std_logic_vector(3 downto 0); -- the next WQE start past the read, in blocks from its end (15: not known)
+    signal pa_parse_rd_go : std_logic;       -- a read's first block lands: its entry's record is read
+    signal pa_parse_rd : std_logic_vector(3 downto 0); -- read data of pa_parse
+    signal pa_parse_byp : std_logic := '0';
+    signal pa_parse_byp_v : std_logic_vector(3 downto 0);
+    signal pa_parse_rec : std_logic_vector(3 downto 0);
     signal pa_blk_bbs : std_logic_vector(3 downto 0); -- BBS of the block's header (if it starts a WQE)
-    signal pa_parse_next : std_logic_vector(3 downto 0) := x"0"; -- the next WQE start in the landing read ahead (15: none known)
+    signal pa_parse_next : std_logic_vector(4 downto 0) := "11111"; -- the next WQE start in the read being parsed, in blocks from its first (31: not known)
+    signal pa_blk_first_start : std_logic_vector(4 downto 0);
+    signal pa_parse_cur : std_logic_vector(4 downto 0);
     signal pa_blk_start : std_logic;         -- the block starts a WQE
     signal pa_blk_bbs_ok : std_logic;
+    signal pa_parse_after : std_logic_vector(4 downto 0);
+    signal pa_parse_rel : std_logic_vector(4 downto 0);
     signal pa_cand : std_logic;              -- a gathered Send or Write with a non-empty SGE 0
     signal pa_cand_v : std_logic := '0';     -- a candidate (its PD is read)
     signal pa_cand_qp : std_logic_vector(9 downto 0);
@@ -2083,26 +2157,28 @@ architecture rtl of card_tx_w64 is
     signal g_sge_b0 : g_sge_b0_t;            -- SGE store: word 0 of each SGE
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
-    type pf_tag_t is array (0 to 1023) of std_logic_vector(18 downto 0);
-    signal pf_tag : pf_tag_t;                -- per entry: {blocks - 1, SQ index of the first} of the blocks read ahead
-    type pf_flight_t is array (0 to 127) of std_logic_vector(25 downto 0);
-    signal pf_flight : pf_flight_t;          -- the entry and first SQ index (unmasked) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
+    type pf_tag_t is array (0 to 1023) of std_logic_vector(24 downto 0);
+    signal pf_tag : pf_tag_t;                -- per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read
+    type pf_flight_t is array (0 to 127) of std_logic_vector(26 downto 0);
+    signal pf_flight : pf_flight_t;          -- the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     type pf_data0_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data0 : pf_data0_t;            -- per entry: its block 0 read ahead
+    signal pf_data0 : pf_data0_t;            -- per entry: its SQ block 8i + 0 read ahead
     type pf_data1_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data1 : pf_data1_t;            -- per entry: its block 1 read ahead
+    signal pf_data1 : pf_data1_t;            -- per entry: its SQ block 8i + 1 read ahead
     type pf_data2_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data2 : pf_data2_t;            -- per entry: its block 2 read ahead
+    signal pf_data2 : pf_data2_t;            -- per entry: its SQ block 8i + 2 read ahead
     type pf_data3_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data3 : pf_data3_t;            -- per entry: its block 3 read ahead
+    signal pf_data3 : pf_data3_t;            -- per entry: its SQ block 8i + 3 read ahead
     type pf_data4_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data4 : pf_data4_t;            -- per entry: its block 4 read ahead
+    signal pf_data4 : pf_data4_t;            -- per entry: its SQ block 8i + 4 read ahead
     type pf_data5_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data5 : pf_data5_t;            -- per entry: its block 5 read ahead
+    signal pf_data5 : pf_data5_t;            -- per entry: its SQ block 8i + 5 read ahead
     type pf_data6_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data6 : pf_data6_t;            -- per entry: its block 6 read ahead
+    signal pf_data6 : pf_data6_t;            -- per entry: its SQ block 8i + 6 read ahead
     type pf_data7_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data7 : pf_data7_t;            -- per entry: its block 7 read ahead
+    signal pf_data7 : pf_data7_t;            -- per entry: its SQ block 8i + 7 read ahead
+    type pa_parse_t is array (0 to 1023) of std_logic_vector(3 downto 0);
+    signal pa_parse : pa_parse_t;            -- per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)
     type pa_pd_t is array (0 to 1023) of std_logic_vector(31 downto 0);
     signal pa_pd : pa_pd_t;                  -- per QP: its PD, for the lookups of its candidates
     type pa_data_t is array (0 to 2047) of std_logic_vector(63 downto 0);
@@ -2713,19 +2789,21 @@ begin
     pf_cur_qp <= pf_cur_slot;
     pf_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_cur_qp))));
     pf_cur_inflight <= pf_inflight(to_integer(unsigned(pf_cur_slot)));
+    pf_cur_inflight2 <= pf_inflight2(to_integer(unsigned(pf_cur_slot)));
     pf_pop_slot <= sched_rd;
-    pf_tag_idx <= pf_tag_rd(15 downto 0);
-    pf_tag_cnt <= pf_tag_rd(18 downto 16);
     pf_cur_live <= pf_valid(to_integer(unsigned(pf_cur_slot))) or (pf_cur_inflight and pf_want(to_integer(unsigned(pf_cur_slot))));
-    pf_cur_next_off <= std_logic_vector(unsigned(pf_next) - unsigned(pf_cur_key(15 downto 0)));
-    pf_next_two <= not b2l(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next))) < unsigned'(x"0002"));
-    pf_cur_cnt <= pf_cur_key(18 downto 16);
-    pf_covered <= pf_cur_live and mux(pf_next_two, b2l(unsigned(pf_cur_next_off) < unsigned(std_logic_vector'("0000000000000" & pf_cur_cnt))), not b2l(unsigned(std_logic_vector'("0000000000000" & pf_cur_cnt)) < unsigned(std_logic_vector(unsigned(pf_next) - unsigned(pf_cur_key(15 downto 0))))));
-    pf_load <= ((pf_load_go and (not pf_covered)) and (not pf_cur_inflight)) and pf_flight_room;
-    pf_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(pf_next))) - unsigned'(x"0001"));
-    pf_to_end_m1 <= std_logic_vector(unsigned(sq_mask) - unsigned(pf_next and sq_mask));
+    pf_next_in <= pf_cur_live and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_cur_key(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_cur_key(15 downto 0)) - unsigned(pf_next))) - unsigned'(x"0001")))));
+    pf_cur_end <= pf_cur_key(15 downto 0);
+    pf_cur_ahead <= std_logic_vector(unsigned(pf_cur_end) - unsigned(pf_next));
+    pf_cur_free <= std_logic_vector(unsigned'(x"8") - unsigned(pf_cur_ahead(3 downto 0)));
+    pf_ext_ok <= ((pf_next_in and (not b2l(unsigned(pf_cur_free) < unsigned'(x"4")))) and b2l(cur_sq_pi /= pf_cur_end)) and (not pf_cur_inflight2);
+    pf_load <= (pf_load_go and pf_flight_room) and mux(pf_next_in, pf_ext_ok, not pf_cur_inflight);
+    pf_load_ext <= pf_load and pf_next_in;
+    pf_cur_free_m1 <= std_logic_vector(unsigned(pf_cur_free) - unsigned'(x"1"));
+    pf_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(mux(pf_next_in, pf_cur_end, pf_next)))) - unsigned'(x"0001"));
+    pf_to_end_m1 <= std_logic_vector(unsigned(sq_mask) - unsigned(mux(pf_next_in, pf_cur_end, pf_next) and sq_mask));
     pf_lim_m1 <= mux(b2l(unsigned(pf_posted_m1) < unsigned(pf_to_end_m1)), pf_posted_m1, pf_to_end_m1);
-    pf_cnt_m1 <= mux(b2l(unsigned(pf_lim_m1) < unsigned'(x"0007")), pf_lim_m1(2 downto 0), "111");
+    pf_cnt_m1 <= mux(b2l(unsigned(pf_lim_m1) < unsigned(std_logic_vector'("0000000000000" & mux(pf_next_in, pf_cur_free_m1(2 downto 0), "111")))), pf_lim_m1(2 downto 0), mux(pf_next_in, pf_cur_free_m1(2 downto 0), "111"));
     pf_db_slot <= db_qp;
     pf_db_qp <= pf_db_slot;
     pf_db_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_db_qp))));
@@ -2733,11 +2811,22 @@ begin
     pf_db_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi))) - unsigned'(x"0001"));
     pf_db_to_end_m1 <= std_logic_vector(unsigned(db_sq_mask) - unsigned(db_old_pi and db_sq_mask));
     pf_db_lim_m1 <= mux(b2l(unsigned(pf_db_posted_m1) < unsigned(pf_db_to_end_m1)), pf_db_posted_m1, pf_db_to_end_m1);
-    pf_db_cnt_m1 <= mux(b2l(unsigned(pf_db_lim_m1) < unsigned'(x"0001")), pf_db_lim_m1(2 downto 0), "001");
+    pf_db_cnt_m1 <= mux(b2l(unsigned(pf_db_lim_m1) < unsigned(std_logic_vector'("0000000000000" & "001"))), pf_db_lim_m1(2 downto 0), "001");
     pf_q_push <= pf_load or pf_db_load;
     pf_q_in_slot <= mux(pf_load, pf_cur_slot, pf_db_slot);
-    pf_q_in_next <= mux(pf_load, pf_next, db_old_pi);
+    pf_q_in_next <= mux(pf_load, mux(pf_load_ext, pf_cur_end, pf_next), db_old_pi);
     pf_q_in_cnt <= mux(pf_load, pf_cnt_m1, pf_db_cnt_m1);
+    pf_q_in_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(pf_q_in_next) + unsigned(std_logic_vector'("0000000000000" & pf_q_in_cnt)))) + unsigned'(x"0001"));
+    pf_ext_n <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_cur_ahead(3 downto 0))) + unsigned(std_logic_vector'("00" & pf_cnt_m1)))) + unsigned'("00001"));
+    pf_ext_n_m1 <= std_logic_vector(unsigned(pf_ext_n) - unsigned'("00001"));
+    pf_ext_k2_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_q_in_cnt)) + unsigned(std_logic_vector'('0' & pf_cur_key(21 downto 19))))) + unsigned'(x"1"));
+    pf_q_in_key <= std_logic_vector'(
+        mux(pf_load_ext and pf_cur_inflight, pf_ext_k2_m1(2 downto 0), pf_q_in_cnt) &
+        pf_q_in_cnt &
+        mux(pf_load_ext, pf_ext_n_m1(2 downto 0), pf_q_in_cnt) &
+        pf_q_in_end
+    );
+    pf_q_in_fresh <= not pf_load_ext;
     pf_q_in_base <= mux(pf_load, cur_sq_base, sq_base_db_rd);
     pf_q_in_mask <= mux(pf_load, sq_mask, db_sq_mask);
     pf_q_wr_qp <= pf_q_wp(4 downto 0);
@@ -2779,28 +2868,32 @@ begin
     pf_req_base <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_base, pf_q30_base), mux(pf_q_rp(0), pf_q29_base, pf_q28_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_base, pf_q26_base), mux(pf_q_rp(0), pf_q25_base, pf_q24_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_base, pf_q22_base), mux(pf_q_rp(0), pf_q21_base, pf_q20_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_base, pf_q18_base), mux(pf_q_rp(0), pf_q17_base, pf_q16_base)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_base, pf_q14_base), mux(pf_q_rp(0), pf_q13_base, pf_q12_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_base, pf_q10_base), mux(pf_q_rp(0), pf_q9_base, pf_q8_base))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_base, pf_q6_base), mux(pf_q_rp(0), pf_q5_base, pf_q4_base)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_base, pf_q2_base), mux(pf_q_rp(0), pf_q1_base, pf_q0_base)))));
     pf_req_cnt <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_cnt, pf_q30_cnt), mux(pf_q_rp(0), pf_q29_cnt, pf_q28_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_cnt, pf_q26_cnt), mux(pf_q_rp(0), pf_q25_cnt, pf_q24_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_cnt, pf_q22_cnt), mux(pf_q_rp(0), pf_q21_cnt, pf_q20_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_cnt, pf_q18_cnt), mux(pf_q_rp(0), pf_q17_cnt, pf_q16_cnt)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_cnt, pf_q14_cnt), mux(pf_q_rp(0), pf_q13_cnt, pf_q12_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_cnt, pf_q10_cnt), mux(pf_q_rp(0), pf_q9_cnt, pf_q8_cnt))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_cnt, pf_q6_cnt), mux(pf_q_rp(0), pf_q5_cnt, pf_q4_cnt)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_cnt, pf_q2_cnt), mux(pf_q_rp(0), pf_q1_cnt, pf_q0_cnt)))));
     pf_req_key <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_key, pf_q30_key), mux(pf_q_rp(0), pf_q29_key, pf_q28_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_key, pf_q26_key), mux(pf_q_rp(0), pf_q25_key, pf_q24_key))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_key, pf_q22_key), mux(pf_q_rp(0), pf_q21_key, pf_q20_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_key, pf_q18_key), mux(pf_q_rp(0), pf_q17_key, pf_q16_key)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_key, pf_q14_key), mux(pf_q_rp(0), pf_q13_key, pf_q12_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_key, pf_q10_key), mux(pf_q_rp(0), pf_q9_key, pf_q8_key))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_key, pf_q6_key), mux(pf_q_rp(0), pf_q5_key, pf_q4_key)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_key, pf_q2_key), mux(pf_q_rp(0), pf_q1_key, pf_q0_key)))));
+    pf_req_fresh <= mux(pf_q_rp(4), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q31_fresh, pf_q30_fresh), mux(pf_q_rp(0), pf_q29_fresh, pf_q28_fresh)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q27_fresh, pf_q26_fresh), mux(pf_q_rp(0), pf_q25_fresh, pf_q24_fresh))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q23_fresh, pf_q22_fresh), mux(pf_q_rp(0), pf_q21_fresh, pf_q20_fresh)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q19_fresh, pf_q18_fresh), mux(pf_q_rp(0), pf_q17_fresh, pf_q16_fresh)))), mux(pf_q_rp(3), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q15_fresh, pf_q14_fresh), mux(pf_q_rp(0), pf_q13_fresh, pf_q12_fresh)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q11_fresh, pf_q10_fresh), mux(pf_q_rp(0), pf_q9_fresh, pf_q8_fresh))), mux(pf_q_rp(2), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q7_fresh, pf_q6_fresh), mux(pf_q_rp(0), pf_q5_fresh, pf_q4_fresh)), mux(pf_q_rp(1), mux(pf_q_rp(0), pf_q3_fresh, pf_q2_fresh), mux(pf_q_rp(0), pf_q1_fresh, pf_q0_fresh)))));
     pf_beat <= rd_tvalid_all and rd_ttag(1);
     pf_land <= pf_beat and rd_tlast;
     pf_flight_head_next <= std_logic_vector(unsigned(pf_flight_head) + unsigned(std_logic_vector'("0000000" & pf_land)));
     pf_land_entry <= pf_flight_rd(9 downto 0);
+    pf_land_idx <= pf_flight_rd(25 downto 10);
     pf_land_blk <= pf_land_beat(5 downto 3);
     pf_land_blk_done <= pf_beat and b2l(pf_land_beat(2 downto 0) = "111");
     pf_land_blk_data <= std_logic_vector'(rd_tdata & pf_stage);
     pf_land_ok <= (pf_land and (not pf_land_err)) and (not rd_terr);
-    pf_land_slot_qp <= pf_land_blk;
+    pf_land_sq <= std_logic_vector(unsigned(pf_land_idx) + unsigned(std_logic_vector'("0000000000000" & pf_land_blk)));
+    pf_land_slot_qp <= pf_land_sq(2 downto 0);
     pf_land_slot_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pf_land_slot_qp))));
     pf_landing_qp <= pf_land_entry;
     pf_landing_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_landing_qp))));
+    pf_fresh_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => pf_load and (not pf_load_ext))) or (pf_db_1h and std_logic_vector'(1023 downto 0 => pf_db_load));
     pf_load_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => pf_load)) or (pf_db_1h and std_logic_vector'(1023 downto 0 => pf_db_load));
     pf_land_1h <= pf_landing_1h and std_logic_vector'(1023 downto 0 => pf_land);
     pf_create_slot <= cmd_num;
     pf_created_qp <= pf_create_slot;
     pf_created_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_created_qp))));
-    pf_pop_off <= std_logic_vector(unsigned(ctx_next_ld) - unsigned(pf_tag_idx));
-    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)) < unsigned(std_logic_vector(unsigned(ctx_next_ld) - unsigned(pf_tag_idx))));
-    pf_pop_inside_two <= b2l(unsigned(pf_pop_off) < unsigned(std_logic_vector'("0000000000000" & pf_tag_cnt)));
-    pf_pop_off3 <= pf_pop_off(2 downto 0);
-    pf_pop_off3_next <= std_logic_vector(unsigned(pf_pop_off(2 downto 0)) + unsigned'("001"));
+    pf_pop_next1 <= std_logic_vector(unsigned(ctx_next_ld) + unsigned'(x"0001"));
+    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))));
+    pf_pop_next <= ctx_next_ld;
+    pf_pop_off3 <= pf_pop_next(2 downto 0);
+    pf_pop_off3_next <= pf_pop_next1(2 downto 0);
     pf_pop_blocks <= std_logic_vector'(
         mux(pf_pop_off3_next(2), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data7_rd, pf_data6_rd),
             mux(pf_pop_off3_next(0), pf_data5_rd, pf_data4_rd)), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data3_rd,
@@ -2810,18 +2903,37 @@ begin
             pf_data0_rd)))
     );
     pf_clear_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => wqe_go and (not pf_inside))) or (pf_created_1h and std_logic_vector'(1023 downto 0 => cmd_create));
+    pf_land_bad_1h <= pf_land_1h and std_logic_vector'(1023 downto 0 => not pf_land_ok);
     pf_req_addr <= std_logic_vector(unsigned(std_logic_vector'(pf_req_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & pf_req_idx & "000000")));
-    pf_unused <= rd_ttag(0) or (or rd_ttag(7 downto 2));
+    pf_unused <= or std_logic_vector'(
+        rd_ttag(0) &
+        (or rd_ttag(7 downto 2)) &
+        pf_cur_ahead(15 downto 4) &
+        pf_cur_free_m1(3) &
+        pf_ext_n_m1(4 downto 3) &
+        pf_land_sq(15 downto 3) &
+        pf_pop_next(15 downto 3) &
+        pf_cur_key(24 downto 22) &
+        pf_ext_k2_m1(3)
+    );
     pf_use_hit <= pf_hit;
     pf_use_pend <= pf_pend;
     pf_use_two <= pf_hit_two;
     pf_use_data <= pf_pop_blocks;
     rd_eng_req <= rd_wqe_valid or (g_req_v and (not g_req_slot));
     pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
-    pa_blk_bbs <= pf_land_blk_data(19 downto 16);
-    pa_blk_start <= pf_land_blk_done and (b2l(std_logic_vector'('0' & pf_land_blk) = x"0") or b2l(std_logic_vector'('0' & pf_land_blk) = pa_parse_next));
+    pa_parse_wr <= pa_p1_done and pa_p1_last;
+    pa_parse_rd_go <= pf_land_blk_done and b2l(pf_land_blk = "000");
+    pa_parse_rec <= mux(pa_parse_byp, pa_parse_byp_v, pa_parse_rd);
+    pa_blk_bbs <= pa_p1_hdr(19 downto 16);
+    pa_blk_first_start <= mux(pa_p1_fresh, "00000", mux(b2l(pa_parse_rec = x"f"), "11111", std_logic_vector'('0' & pa_parse_rec)));
+    pa_parse_cur <= mux(b2l(std_logic_vector'("00" & pa_p1_off) = "00000"), pa_blk_first_start, pa_parse_next);
+    pa_blk_start <= pa_p1_done and b2l(std_logic_vector'("00" & pa_p1_off) = pa_parse_cur);
     pa_blk_bbs_ok <= (or pa_blk_bbs) and (not b2l(unsigned'(x"8") < unsigned(pa_blk_bbs)));
-    pa_cand <= (((pa_blk_start and (not (pf_land_err or rd_terr))) and pa_blk_bbs_ok) and ((((b2l(pf_land_blk_data(7 downto 0) = x"00") or b2l(pf_land_blk_data(7 downto 0) = x"01")) or b2l(pf_land_blk_data(7 downto 0) = x"02")) and (not pf_land_blk_data(11))) and (or pf_land_blk_data(28 downto 24)))) and (or pf_land_blk_data(351 downto 320));
+    pa_parse_after <= mux(pa_blk_start, mux(pa_blk_bbs_ok, std_logic_vector(unsigned(std_logic_vector'("00" & pa_p1_off)) + unsigned(std_logic_vector'('0' & pa_blk_bbs))), "11111"), pa_parse_cur);
+    pa_parse_rel <= std_logic_vector(unsigned(std_logic_vector(unsigned(pa_parse_after) - unsigned(std_logic_vector'("00" & pa_p1_off)))) - unsigned'("00001"));
+    pa_parse_left <= mux(b2l(pa_parse_after = "11111"), x"f", pa_parse_rel(3 downto 0));
+    pa_cand <= (((pa_blk_start and pa_p1_ok) and pa_blk_bbs_ok) and ((((b2l(pa_p1_hdr(7 downto 0) = x"00") or b2l(pa_p1_hdr(7 downto 0) = x"01")) or b2l(pa_p1_hdr(7 downto 0) = x"02")) and (not pa_p1_hdr(11))) and (or pa_p1_hdr(28 downto 24)))) and (or pa_p1_sge0(95 downto 64));
     pa_cq_wpos <= std_logic_vector(unsigned(pa_cq_count) - unsigned(std_logic_vector'("00" & pa_cq_pop)));
     pa_cq0_push <= pa_cq_push and b2l(pa_cq_wpos = "000");
     pa_cq1_push <= pa_cq_push and b2l(pa_cq_wpos = "001");
@@ -3271,7 +3383,12 @@ begin
         s_chk_run(31) &
         s_chk_run(30 downto 17) &
         pk_sum_lo(3) &
+        pa_p1_hdr(31 downto 29) &
+        pa_p1_hdr(23 downto 20) &
+        pa_p1_hdr(15 downto 12) &
+        pa_p1_hdr(10 downto 8) &
         pa_use_n(12) &
+        pa_parse_rel(4) &
         ddp_m_tkeep &
         ddp_m_tuser_user &
         w_x(16) &
@@ -5349,6 +5466,15 @@ begin
         end if;
     end process;
 
+    pf_q0_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q0_w = '1' then
+                pf_q0_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q0_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5390,6 +5516,15 @@ begin
         if rising_edge(clk) then
             if pf_q1_w = '1' then
                 pf_q1_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q1_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q1_w = '1' then
+                pf_q1_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5439,6 +5574,15 @@ begin
         end if;
     end process;
 
+    pf_q2_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q2_w = '1' then
+                pf_q2_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q2_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5480,6 +5624,15 @@ begin
         if rising_edge(clk) then
             if pf_q3_w = '1' then
                 pf_q3_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q3_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q3_w = '1' then
+                pf_q3_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5529,6 +5682,15 @@ begin
         end if;
     end process;
 
+    pf_q4_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q4_w = '1' then
+                pf_q4_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q4_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5570,6 +5732,15 @@ begin
         if rising_edge(clk) then
             if pf_q5_w = '1' then
                 pf_q5_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q5_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q5_w = '1' then
+                pf_q5_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5619,6 +5790,15 @@ begin
         end if;
     end process;
 
+    pf_q6_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q6_w = '1' then
+                pf_q6_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q6_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5660,6 +5840,15 @@ begin
         if rising_edge(clk) then
             if pf_q7_w = '1' then
                 pf_q7_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q7_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q7_w = '1' then
+                pf_q7_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5709,6 +5898,15 @@ begin
         end if;
     end process;
 
+    pf_q8_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q8_w = '1' then
+                pf_q8_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q8_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5750,6 +5948,15 @@ begin
         if rising_edge(clk) then
             if pf_q9_w = '1' then
                 pf_q9_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q9_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q9_w = '1' then
+                pf_q9_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5799,6 +6006,15 @@ begin
         end if;
     end process;
 
+    pf_q10_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q10_w = '1' then
+                pf_q10_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q10_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5840,6 +6056,15 @@ begin
         if rising_edge(clk) then
             if pf_q11_w = '1' then
                 pf_q11_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q11_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q11_w = '1' then
+                pf_q11_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5889,6 +6114,15 @@ begin
         end if;
     end process;
 
+    pf_q12_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q12_w = '1' then
+                pf_q12_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q12_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5930,6 +6164,15 @@ begin
         if rising_edge(clk) then
             if pf_q13_w = '1' then
                 pf_q13_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q13_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q13_w = '1' then
+                pf_q13_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -5979,6 +6222,15 @@ begin
         end if;
     end process;
 
+    pf_q14_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q14_w = '1' then
+                pf_q14_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q14_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6020,6 +6272,15 @@ begin
         if rising_edge(clk) then
             if pf_q15_w = '1' then
                 pf_q15_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q15_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q15_w = '1' then
+                pf_q15_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6069,6 +6330,15 @@ begin
         end if;
     end process;
 
+    pf_q16_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q16_w = '1' then
+                pf_q16_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q16_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6110,6 +6380,15 @@ begin
         if rising_edge(clk) then
             if pf_q17_w = '1' then
                 pf_q17_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q17_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q17_w = '1' then
+                pf_q17_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6159,6 +6438,15 @@ begin
         end if;
     end process;
 
+    pf_q18_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q18_w = '1' then
+                pf_q18_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q18_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6200,6 +6488,15 @@ begin
         if rising_edge(clk) then
             if pf_q19_w = '1' then
                 pf_q19_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q19_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q19_w = '1' then
+                pf_q19_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6249,6 +6546,15 @@ begin
         end if;
     end process;
 
+    pf_q20_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q20_w = '1' then
+                pf_q20_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q20_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6290,6 +6596,15 @@ begin
         if rising_edge(clk) then
             if pf_q21_w = '1' then
                 pf_q21_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q21_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q21_w = '1' then
+                pf_q21_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6339,6 +6654,15 @@ begin
         end if;
     end process;
 
+    pf_q22_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q22_w = '1' then
+                pf_q22_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q22_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6380,6 +6704,15 @@ begin
         if rising_edge(clk) then
             if pf_q23_w = '1' then
                 pf_q23_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q23_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q23_w = '1' then
+                pf_q23_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6429,6 +6762,15 @@ begin
         end if;
     end process;
 
+    pf_q24_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q24_w = '1' then
+                pf_q24_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q24_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6470,6 +6812,15 @@ begin
         if rising_edge(clk) then
             if pf_q25_w = '1' then
                 pf_q25_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q25_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q25_w = '1' then
+                pf_q25_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6519,6 +6870,15 @@ begin
         end if;
     end process;
 
+    pf_q26_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q26_w = '1' then
+                pf_q26_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q26_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6560,6 +6920,15 @@ begin
         if rising_edge(clk) then
             if pf_q27_w = '1' then
                 pf_q27_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q27_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q27_w = '1' then
+                pf_q27_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6609,6 +6978,15 @@ begin
         end if;
     end process;
 
+    pf_q28_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q28_w = '1' then
+                pf_q28_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q28_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6650,6 +7028,15 @@ begin
         if rising_edge(clk) then
             if pf_q29_w = '1' then
                 pf_q29_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q29_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q29_w = '1' then
+                pf_q29_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6699,6 +7086,15 @@ begin
         end if;
     end process;
 
+    pf_q30_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q30_w = '1' then
+                pf_q30_fresh <= pf_q_in_fresh;
+            end if;
+        end if;
+    end process;
+
     pf_q30_base_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6740,6 +7136,15 @@ begin
         if rising_edge(clk) then
             if pf_q31_w = '1' then
                 pf_q31_key <= pf_q_in_next;
+            end if;
+        end if;
+    end process;
+
+    pf_q31_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pf_q31_w = '1' then
+                pf_q31_fresh <= pf_q_in_fresh;
             end if;
         end if;
     end process;
@@ -6848,13 +7253,35 @@ begin
         end if;
     end process;
 
+    pf_pop_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_inflight <= '0';
+            else
+                pf_pop_inflight <= pf_inflight(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    pf_pop_inflight2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_pop_inflight2 <= '0';
+            else
+                pf_pop_inflight2 <= pf_inflight2(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
     pf_hit_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 pf_hit <= '0';
             elsif ctx_load = '1' then
-                pf_hit <= pf_pop_valid and pf_pop_inside;
+                pf_hit <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))));
             end if;
         end if;
     end process;
@@ -6865,7 +7292,7 @@ begin
             if rst = '1' then
                 pf_hit_two <= '0';
             elsif ctx_load = '1' then
-                pf_hit_two <= pf_pop_valid and pf_pop_inside_two;
+                pf_hit_two <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))));
             end if;
         end if;
     end process;
@@ -6898,7 +7325,7 @@ begin
             if rst = '1' then
                 pf_pend <= '0';
             elsif ctx_load = '1' then
-                pf_pend <= pf_pop_pending and pf_pop_inside;
+                pf_pend <= pf_pop_pending and mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))))));
             end if;
         end if;
     end process;
@@ -6909,7 +7336,18 @@ begin
             if rst = '1' then
                 pf_inflight <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                pf_inflight <= pf_load_1h or (pf_inflight and (not pf_land_1h));
+                pf_inflight <= (pf_load_1h or (pf_inflight and (not pf_land_1h))) or pf_inflight2;
+            end if;
+        end if;
+    end process;
+
+    pf_inflight2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pf_inflight2 <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                pf_inflight2 <= ((pf_inflight and pf_load_1h) or pf_inflight2) and (not pf_land_1h);
             end if;
         end if;
     end process;
@@ -6920,7 +7358,7 @@ begin
             if rst = '1' then
                 pf_want <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                pf_want <= (pf_load_1h or (pf_want and (not pf_land_1h))) and (not pf_clear_1h);
+                pf_want <= ((pf_load_1h or (pf_want and ((not pf_land_1h) or pf_inflight2))) and (not pf_clear_1h)) and (not pf_land_bad_1h);
             end if;
         end if;
     end process;
@@ -6931,8 +7369,93 @@ begin
             if rst = '1' then
                 pf_valid <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                pf_valid <= ((pf_valid and (not pf_load_1h)) or ((pf_land_1h and pf_want) and std_logic_vector'(1023 downto 0 => pf_land_ok))) and (not pf_clear_1h);
+                pf_valid <= (((pf_valid and (not pf_fresh_1h)) or ((pf_land_1h and pf_want) and std_logic_vector'(1023 downto 0 => pf_land_ok))) and (not pf_clear_1h)) and (not pf_land_bad_1h);
             end if;
+        end if;
+    end process;
+
+    pa_p1_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_p1_done <= '0';
+            else
+                pa_p1_done <= pf_land_blk_done;
+            end if;
+        end if;
+    end process;
+
+    pa_p1_ok_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_ok <= not (pf_land_err or rd_terr);
+        end if;
+    end process;
+
+    pa_p1_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_off <= pf_land_blk;
+        end if;
+    end process;
+
+    pa_p1_hdr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_hdr <= pf_land_blk_data(31 downto 0);
+        end if;
+    end process;
+
+    pa_p1_sge0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_sge0 <= pf_land_blk_data(383 downto 256);
+        end if;
+    end process;
+
+    pa_p1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_qp <= pf_land_entry;
+        end if;
+    end process;
+
+    pa_p1_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_idx <= pf_land_idx;
+        end if;
+    end process;
+
+    pa_p1_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_fresh <= pf_flight_rd(26);
+        end if;
+    end process;
+
+    pa_p1_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_p1_last <= pf_land;
+        end if;
+    end process;
+
+    pa_parse_byp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_parse_byp <= '0';
+            else
+                pa_parse_byp <= (pa_parse_wr and pa_parse_rd_go) and b2l(pa_p1_qp = pf_land_entry);
+            end if;
+        end if;
+    end process;
+
+    pa_parse_byp_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_parse_byp_v <= pa_parse_left;
         end if;
     end process;
 
@@ -6940,9 +7463,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pa_parse_next <= x"0";
-            elsif pa_blk_start = '1' then
-                pa_parse_next <= mux(pa_blk_bbs_ok, std_logic_vector(unsigned(std_logic_vector'('0' & pf_land_blk)) + unsigned(pa_blk_bbs)), x"f");
+                pa_parse_next <= "11111";
+            elsif pa_p1_done = '1' then
+                pa_parse_next <= pa_parse_after;
             end if;
         end if;
     end process;
@@ -6962,7 +7485,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_qp <= pf_land_entry;
+                pa_cand_qp <= pa_p1_qp;
             end if;
         end if;
     end process;
@@ -6971,7 +7494,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_idx <= std_logic_vector(unsigned(pf_flight_rd(25 downto 10)) + unsigned(std_logic_vector'("0000000000000" & pf_land_blk)));
+                pa_cand_idx <= std_logic_vector(unsigned(pa_p1_idx) + unsigned(std_logic_vector'("0000000000000" & pa_p1_off)));
             end if;
         end if;
     end process;
@@ -6980,7 +7503,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_addr <= pf_land_blk_data(319 downto 256);
+                pa_cand_addr <= pa_p1_sge0(63 downto 0);
             end if;
         end if;
     end process;
@@ -6989,7 +7512,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_len <= pf_land_blk_data(351 downto 320);
+                pa_cand_len <= pa_p1_sge0(95 downto 64);
             end if;
         end if;
     end process;
@@ -6998,7 +7521,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_lkey <= pf_land_blk_data(383 downto 352);
+                pa_cand_lkey <= pa_p1_sge0(127 downto 96);
             end if;
         end if;
     end process;
@@ -10990,7 +11513,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_q_push = '1' then
-                pf_tag(to_integer(unsigned(pf_q_in_slot))) <= std_logic_vector'(pf_q_in_cnt & pf_q_in_next);
+                pf_tag(to_integer(unsigned(pf_q_in_slot))) <= pf_q_in_key;
             end if;
             pf_tag_rd <= pf_tag(to_integer(unsigned(pf_pop_slot)));
         end if;
@@ -11001,7 +11524,7 @@ begin
     begin
         if rising_edge(clk) then
             if pf_grant = '1' then
-                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= std_logic_vector'(pf_req_key & pf_req_slot);
+                pf_flight(to_integer(unsigned(pf_flight_tail(6 downto 0)))) <= std_logic_vector'(pf_req_fresh & pf_req_key & pf_req_slot);
             end if;
             pf_flight_rd <= pf_flight(to_integer(unsigned(pf_flight_head_next(6 downto 0))));
         end if;
@@ -11111,6 +11634,19 @@ begin
         end if;
     end process;
 
+    -- pa_parse: synchronous write, synchronous read (block RAM)
+    pa_parse_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_parse_wr = '1' then
+                pa_parse(to_integer(unsigned(pa_p1_qp))) <= pa_parse_left;
+            end if;
+            if pa_parse_rd_go = '1' then
+                pa_parse_rd <= pa_parse(to_integer(unsigned(pf_land_entry)));
+            end if;
+        end if;
+    end process;
+
     -- pa_pd: synchronous write, synchronous read (block RAM)
     pa_pd_ram : process (clk)
     begin
@@ -11118,8 +11654,8 @@ begin
             if cmd_create = '1' then
                 pa_pd(to_integer(unsigned(cmd_num))) <= s_qp_pd;
             end if;
-            if pf_land_blk_done = '1' then
-                pa_pd_rd <= pa_pd(to_integer(unsigned(pf_land_entry)));
+            if pa_cand = '1' then
+                pa_pd_rd <= pa_pd(to_integer(unsigned(pa_p1_qp)));
             end if;
         end if;
     end process;

@@ -43,9 +43,9 @@ func BenchmarkCardWQEThroughput(b *testing.B) {
 
 // TestCardWQEReadAhead checks card_tx's WQE read ahead on the whole card
 // with the benchmark's traffic (two-block WQEs, one doorbell per burst of
-// 256 on one or eight QPs): every block is read once, and a QP served
-// alone gets its WQEs in reads of up to 8 blocks (four WQEs), not one
-// read per WQE (the entries held one WQE until 29 Nov).
+// 256 on one or eight QPs): every block is read once, and a QP gets its
+// WQEs in reads of at least half an entry (four blocks, two WQEs), not
+// one read per WQE (the entries held one WQE until 29 Nov).
 func TestCardWQEReadAhead(t *testing.T) {
 	for _, w := range gen.CardTopWidths {
 		for _, c := range wqeRateCases {
@@ -59,11 +59,12 @@ func TestCardWQEReadAhead(t *testing.T) {
 				perWQE := float64(r.st.ReadBursts) / float64(r.wqes)
 				t.Logf("%d WQEs in %d cycles (%.1f per WQE), %d read bursts (%.3f per WQE)",
 					r.wqes, r.cycles, float64(r.cycles)/float64(r.wqes), r.st.ReadBursts, perWQE)
-				// An entry of 8 blocks is 4 WQEs: 0.25 reads per WQE, and
-				// dma_rd splits some into two bursts (4 KiB boundaries,
-				// and at 64 bits its longest burst); one read per WQE
-				// gave 1.0 to 1.5 before.
-				require.LessOrEqual(t, perWQE, 0.35, "read bursts per WQE")
+				// A window grows by half an entry (4 blocks, 2 WQEs) or
+				// more at a time: 0.5 reads per WQE at most, and dma_rd
+				// splits some into two bursts (4 KiB boundaries, and at
+				// 64 bits its longest burst); one read per WQE gave 1.0 to
+				// 1.5 before.
+				require.LessOrEqual(t, perWQE, 0.6, "read bursts per WQE")
 			})
 		}
 	}
