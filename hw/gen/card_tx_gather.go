@@ -11,7 +11,9 @@ import (
 // lookup: an SGE's contiguous host range, or its part in one page of a
 // paged region, at most 64 KiB; read as one dma_rd request per 4 KiB page
 // it touches, so that a page the host refuses is one faulted request) and
-// packed into full beats for ddp_tx.
+// packed into full beats for ddp_tx. A message's first request may stand
+// in a payload slot read ahead (card_tx_payahead.go): it is then taken
+// from the slot, not read, and the slot's beats go to the packer first.
 
 const (
 	cardTxMaxSGE  = 30      // SGEs per WQE (docs/card.md MaxSGE)

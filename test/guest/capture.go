@@ -73,8 +73,11 @@ func (n *Network) Capture(ctx context.Context, iface, path string, filter ...str
 
 // Stop ends the capture and waits for it. tcpdump drops what it has not
 // yet taken from the kernel when it is interrupted, so Stop first waits
-// (at most 5 s) until the file has stopped growing for 500 ms, then sends
-// SIGINT (tcpdump flushes and exits), and kills it after 10 s.
+// (at most 10 s) until the file has stopped growing for 1.5 s, then sends
+// SIGINT (tcpdump flushes and exits), and kills it after 10 s. The quiet
+// spell is longer than a TCP teardown's gaps under TCG: with 500 ms, a
+// FIN or last ACK from a slow guest once came during the SIGINT and was
+// counted by the filter but never written (12 of 13 packets).
 func (c *Capture) Stop() error {
 	select {
 	case <-c.done:
@@ -82,7 +85,7 @@ func (c *Capture) Stop() error {
 	default:
 	}
 	last, stable := int64(-1), 0
-	for deadline := time.Now().Add(5 * time.Second); stable < 5 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); stable < 15 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 		size := int64(-1)
 		if st, err := os.Stat(c.Path); err == nil {
