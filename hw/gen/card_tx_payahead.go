@@ -87,7 +87,7 @@ type txPayAhead struct {
 	rdV, rdAddr, rdLen     Expr // a slot's read for dma_rd
 	beat                   Expr // dma_rd's beat is a slot's (taken)
 	src                    Expr // the packer's input is the slot in use
-	v, data, keep, last    Expr // its beat
+	v, data, keep          Expr // its beat
 	parseWr, parseNext     Expr // the parse of a read ahead that lands, for the prefetcher
 	unused                 []Expr
 }
@@ -162,22 +162,27 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	hv := m.WireOf("pa_cq_v", RedOr(cq.Count), "a candidate waits")
 
 	// --- slots ---
-	type slot struct{ alloc, fl, done, bad, use, qp, idx, addr, n *Signal }
+	type slot struct{ alloc, fl, done, bad, qp, idx, addr, n *Signal }
 	sl := make([]slot, S)
 	for s := range sl {
 		p := fmt.Sprintf("pa_s%d_", s)
 		sl[s] = slot{alloc: m.RegDecl(p+"alloc", 1, "the slot is keyed (its lookup, read or data is the key's)"),
 			fl: m.RegDecl(p+"inflight", 1, "its read is in dma_rd"), done: m.RegDecl(p+"landed", 1, "its read landed"),
-			bad: m.RegDecl(p+"bad", 1, "... with an error response"), use: m.RegDecl(p+"in_use", 1, "the packer reads it"),
-			qp: m.RegDecl(p+"qp", in.cur.Width(), "key: QP"), idx: m.RegDecl(p+"idx", 16, "key: SQ index of the WQE"),
+			bad: m.RegDecl(p+"bad", 1, "... with an error response"),
+			qp:  m.RegDecl(p+"qp", in.cur.Width(), "key: QP"), idx: m.RegDecl(p+"idx", 16, "key: SQ index of the WQE"),
 			addr: m.RegDecl(p+"addr", 64, "host address read"), n: m.RegDecl(p+"n", 13, "bytes read (1..4096)")}
 	}
+	// The slot the packer reads (from the hit to its last beat): src and su.
+	src := m.RegDecl("pa_src", 1, "the packer's input is the slot in use")
+	su := m.RegDecl("pa_use_slot", SB, "")
+	uHot := oneHot(m, "pa_use", su, S)
+	inUse := func(s int) Expr { return And(src, Bit(uHot, s)) }
 	st := m.RegDecl("pa_state", 2, "0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd")
 	cur := m.RegDecl("pa_slot", SB, "the slot being filled")
 	var dupT, freeT []Expr
-	for _, s := range sl {
+	for i, s := range sl {
 		dupT = append(dupT, And(s.alloc, Eq(s.qp, h[0]), Eq(s.idx, h[1])))
-		freeT = append(freeT, And(Not(s.alloc), Not(s.fl), Not(s.use)))
+		freeT = append(freeT, And(Not(s.alloc), Not(s.fl), Not(inUse(i))))
 	}
 	dup := m.WireOf("pa_dup", RedOr(Cat(dupT...)), "the head candidate's key has a slot")
 	anyFree := m.WireOf("pa_any_free", RedOr(Cat(freeT...)), "")
@@ -244,15 +249,9 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	hHot := oneHot(m, "pa_hit", hsel, S)
 
 	// --- the slot in use: its beats to the packer ---
-	src := m.RegDecl("pa_src", 1, "the packer's input is the slot in use")
-	su := m.RegDecl("pa_use_slot", SB, "")
 	ptr := m.RegDecl("pa_ptr", PB, "its beat at the memory's output")
 	primed := m.RegDecl("pa_primed", 1, "the memory's output holds beat pa_ptr")
-	var useNs []Expr
-	for _, s := range sl {
-		useNs = append(useNs, s.n)
-	}
-	uN := m.WireOf("pa_use_n", Sub(muxTree(selBits(su, 0, SB), useNs), C(13, 1)), "its bytes - 1")
+	uN := m.WireOf("pa_use_n", Sub(muxTree(selBits(su, 0, SB), ns), C(13, 1)), "its bytes - 1")
 	last := m.WireOf("pa_last", Eq(ptr, Bits(uN, PB+LB-1, LB)), "the slot's last beat")
 	takeS := m.WireOf("pa_take", And(src, in.take), "")
 	useEnd := m.WireOf("pa_use_end", And(takeS, last), "the slot's last beat is taken: it is free")
@@ -260,26 +259,18 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	m.Drive(su, nil, hsel, hitGo)
 	m.Drive(ptr, nil, Sel(hitGo, C(PB, 0), incr(ptr)), Or(hitGo, takeS))
 	m.Drive(primed, big.NewInt(0), And(src, Not(hitGo)), nil)
-	uHot := oneHot(m, "pa_use", su, S)
 	data := m.Mem("pa_data", W, S*BPS, beat, Cat(lSlot, lc), in.rdData, src, Cat(su, Sel(takeS, incr(ptr), ptr)),
 		fmt.Sprintf("the slots' bytes: %d beats each", BPS))
-	out.src, out.v, out.data, out.last = src, And(src, primed), data, last
-	rem := Bits(uN, LB-1, 0)
-	lanes := make([]Expr, L)
-	for i := 0; i < L; i++ {
-		lanes[L-1-i] = C(1, 1) // lane 0 holds a byte of every beat
-		if i > 0 {
-			lanes[L-1-i] = Or(Not(last), Not(Lt(rem, C(LB, uint64(i)))))
-		}
-	}
-	out.keep = m.WireOf("pa_keep", Cat(lanes...), "lanes of the beat: all but in the last")
+	out.src, out.v, out.data = src, And(src, primed), data
+	lastN := Add(zext(Bits(uN, LB-1, 0), LB+1), C(LB+1, 1)) // bytes in the last beat
+	out.keep = m.WireOf("pa_keep", Or(Rep(Not(last), L), laneMask(m, "pa_keep_last", lastN, L)), "lanes of the beat: all but in the last")
 
 	// --- per slot ---
 	for s, x := range sl {
 		at := func(hot *Signal) Expr { return Bit(hot, s) }
 		mine := m.WireOf(fmt.Sprintf("pa_s%d_new", s), And(lookGo, Eq(fsel, C(SB, uint64(s)))), "the slot is keyed for the head candidate")
 		behind := m.WireOf(fmt.Sprintf("pa_s%d_behind", s), Sub(in.cNext, x.idx), "the engine's WQE past the key's: 1..32767")
-		drop := m.WireOf(fmt.Sprintf("pa_s%d_drop", s), And(Not(x.use), Or(
+		drop := m.WireOf(fmt.Sprintf("pa_s%d_drop", s), And(Not(inUse(s)), Or(
 			And(in.cmdGo, Eq(x.qp, in.qpNum)),
 			And(in.wqeGo, Eq(x.qp, in.cur), RedOr(behind), Not(Bit(behind, 15))),
 			And(first, keyT[s], Not(And(hitAny, at(hHot)))),
@@ -294,7 +285,6 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		m.Drive(x.fl, big.NewInt(0), Or(And(rdGo, at(curHot)), And(x.fl, Not(landS))), nil)
 		m.Drive(x.done, big.NewInt(0), And(Not(mine), Or(landS, x.done)), nil)
 		m.Drive(x.bad, big.NewInt(0), And(Not(mine), Or(And(landS, landBad), x.bad)), nil)
-		m.Drive(x.use, big.NewInt(0), Sel(And(hitGo, at(hHot)), C(1, 1), And(x.use, Not(useEndS), Not(in.start))), nil)
 	}
 	out.unused = append(out.unused, Bit(uN, 12))
 	out.unused = append(out.unused, Bit(rel, 4))

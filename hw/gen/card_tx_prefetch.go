@@ -123,10 +123,9 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	flUsed := m.WireOf("pf_flight_used", Add(zext(Sub(flTail, flHead), FB+2), zext(qCount, FB+2)), "read aheads in flight or queued")
 	flRoom := m.WireOf("pf_flight_room", And(Lt(flUsed, C(FB+2, cardTxPfFlight-1)), Lt(qCount, C(QDB+1, cardTxPfQueue))),
 		"both queues can take a read ahead")
-	// Per entry: a read in flight (fl), still wanted (want: not dropped
-	// since), and its blocks held (v). A read is issued only to an entry
-	// with none in flight, so a response lands in the entry it was issued
-	// for.
+	// Per entry: reads in flight (fl: one or more, fl2: two), still wanted
+	// (want: not dropped since), and its blocks held (v). A read writes only
+	// its own blocks' slots, so reads of one entry may overlap (two at most).
 	fl := m.RegDecl("pf_inflight", E, "a read ahead of the entry is in flight")
 	fl2 := m.RegDecl("pf_inflight2", E, "two are")
 	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
@@ -176,7 +175,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	pKey := m.Wire("pf_q_in_key", KW, "the entry's key once it lands")
 	pFresh := m.Wire("pf_q_in_fresh", 1, "it starts at a WQE")
 	tags := m.Mem("pf_tag", KW, E, push, pSlot, pKey, nil, popSlot,
-		"per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read")
+		"per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two")
 	// The engine's QP's entry as its turn found it (txCtx): its key, to
 	// tell at txHdr whether the next WQE is already there or coming.
 	curKey := m.Reg("pf_cur_key", KW, nil, tags, in.ctx, "the engine's QP's entry's key, read with its context")
@@ -204,8 +203,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Assign(pIdx, Sel(load, Sel(ext, curEnd, in.next), in.dbNext))
 	m.Assign(pCnt, Sel(load, cnt, dbCnt))
 	pEnd := m.WireOf("pf_q_in_end", Add(Add(pIdx, zext(pCnt, 16)), C(16, 1)), "")
-	extN := m.WireOf("pf_ext_n", Add(Add(zext(Bits(ahead, 3, 0), 5), zext(cnt, 5)), C(5, 1)), "the window after the extension: the blocks from the next WQE on and the read's")
-	extN1 := m.WireOf("pf_ext_n_m1", Sub(extN, C(5, 1)), "")
+	extN1 := m.WireOf("pf_ext_n_m1", Add(zext(Bits(ahead, 3, 0), 5), zext(cnt, 5)), "the window after the extension, - 1: the blocks from the next WQE on and the read's")
 	k2 := m.WireOf("pf_ext_k2_m1", Add(Add(zext(pCnt, CB+1), zext(kK(curKey), CB+1)), C(CB+1, 1)), "with a read in flight: the blocks of both - 1")
 	m.Assign(pKey, keyOf(pEnd, Sel(ext, Bits(extN1, CB-1, 0), pCnt), pCnt, Sel(And(ext, flCur), Bits(k2, CB-1, 0), pCnt)))
 	m.Assign(pFresh, Not(ext))

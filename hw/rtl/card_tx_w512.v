@@ -1025,8 +1025,7 @@ module card_tx_w512 (
     wire [15:0]    pf_db_lim_m1;
     wire [2:0]     pf_db_cnt_m1;             // blocks to read - 1
     wire [15:0]    pf_q_in_end;
-    wire [4:0]     pf_ext_n;                 // the window after the extension: the blocks from the next WQE on and the read's
-    wire [4:0]     pf_ext_n_m1;
+    wire [4:0]     pf_ext_n_m1;              // the window after the extension, - 1: the blocks from the next WQE on and the read's
     wire [3:0]     pf_ext_k2_m1;             // with a read in flight: the blocks of both - 1
     wire [57:0]    pf_q_in_base;
     wire [15:0]    pf_q_in_mask;
@@ -1382,7 +1381,6 @@ module card_tx_w512 (
     reg            pa_s0_inflight;           // its read is in dma_rd
     reg            pa_s0_landed;             // its read landed
     reg            pa_s0_bad;                // ... with an error response
-    reg            pa_s0_in_use;             // the packer reads it
     reg  [9:0]     pa_s0_qp;                 // key: QP
     reg  [15:0]    pa_s0_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s0_addr;               // host address read
@@ -1391,7 +1389,6 @@ module card_tx_w512 (
     reg            pa_s1_inflight;           // its read is in dma_rd
     reg            pa_s1_landed;             // its read landed
     reg            pa_s1_bad;                // ... with an error response
-    reg            pa_s1_in_use;             // the packer reads it
     reg  [9:0]     pa_s1_qp;                 // key: QP
     reg  [15:0]    pa_s1_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s1_addr;               // host address read
@@ -1400,7 +1397,6 @@ module card_tx_w512 (
     reg            pa_s2_inflight;           // its read is in dma_rd
     reg            pa_s2_landed;             // its read landed
     reg            pa_s2_bad;                // ... with an error response
-    reg            pa_s2_in_use;             // the packer reads it
     reg  [9:0]     pa_s2_qp;                 // key: QP
     reg  [15:0]    pa_s2_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s2_addr;               // host address read
@@ -1409,11 +1405,14 @@ module card_tx_w512 (
     reg            pa_s3_inflight;           // its read is in dma_rd
     reg            pa_s3_landed;             // its read landed
     reg            pa_s3_bad;                // ... with an error response
-    reg            pa_s3_in_use;             // the packer reads it
     reg  [9:0]     pa_s3_qp;                 // key: QP
     reg  [15:0]    pa_s3_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s3_addr;               // host address read
     reg  [12:0]    pa_s3_n;                  // bytes read (1..4096)
+    reg            pa_src;                   // the packer's input is the slot in use
+    reg  [1:0]     pa_use_slot;
+    wire [1:0]     pa_use_qp;
+    wire [3:0]     pa_use_1h;
     reg  [1:0]     pa_state;                 // 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
     reg  [1:0]     pa_slot;                  // the slot being filled
     wire           pa_dup;                   // the head candidate's key has a slot
@@ -1457,17 +1456,14 @@ module card_tx_w512 (
     wire           pa_hit_go;                // ... from a slot
     wire [1:0]     pa_hit_qp;
     wire [3:0]     pa_hit_1h;
-    reg            pa_src;                   // the packer's input is the slot in use
-    reg  [1:0]     pa_use_slot;
     reg  [5:0]     pa_ptr;                   // its beat at the memory's output
     reg            pa_primed;                // the memory's output holds beat pa_ptr
     wire [12:0]    pa_use_n;                 // its bytes - 1
     wire           pa_last;                  // the slot's last beat
     wire           pa_take;
     wire           pa_use_end;               // the slot's last beat is taken: it is free
-    wire [1:0]     pa_use_qp;
-    wire [3:0]     pa_use_1h;
     reg  [511:0]   pa_data_rd;               // read data of pa_data
+    wire [6:0]     pa_keep_last_n;
     wire [63:0]    pa_keep;                  // lanes of the beat: all but in the last
     wire           pa_s0_new;                // the slot is keyed for the head candidate
     wire [15:0]    pa_s0_behind;             // the engine's WQE past the key's: 1..32767
@@ -2119,7 +2115,7 @@ module card_tx_w512 (
     reg  [127:0] g_sge_b1 [0:7];             // SGE store: SGE 1 of each word
     reg  [127:0] g_sge_b2 [0:7];             // SGE store: SGE 2 of each word
     reg  [127:0] g_sge_b3 [0:7];             // SGE store: SGE 3 of each word
-    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read
+    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
     reg  [26:0] pf_flight [0:127];           // the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     reg  [511:0] pf_data0 [0:1023];          // per entry: its SQ block 8i + 0 read ahead
     reg  [511:0] pf_data1 [0:1023];          // per entry: its SQ block 8i + 1 read ahead
@@ -2834,8 +2830,7 @@ module card_tx_w512 (
     assign pf_q_in_next = pf_load ? (pf_load_ext ? pf_cur_end : pf_next) : db_old_pi;
     assign pf_q_in_cnt = pf_load ? pf_cnt_m1 : pf_db_cnt_m1;
     assign pf_q_in_end = (pf_q_in_next + {13'h0000, pf_q_in_cnt}) + 16'h0001;
-    assign pf_ext_n = ({1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1}) + 5'h01;
-    assign pf_ext_n_m1 = pf_ext_n - 5'h01;
+    assign pf_ext_n_m1 = {1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1};
     assign pf_ext_k2_m1 = ({1'h0, pf_q_in_cnt} + {1'h0, pf_cur_key[21:19]}) + 4'h1;
     assign pf_q_in_key = {
         (pf_load_ext & pf_cur_inflight) ? pf_ext_k2_m1[2:0] : pf_q_in_cnt,
@@ -2958,6 +2953,8 @@ module card_tx_w512 (
     assign pa_cq3_push = pa_cq_push & (pa_cq_wpos == 3'h3);
     assign pa_cq_push = pa_cand_v & (pa_cq_count < 3'h4);
     assign pa_cq_v = |pa_cq_count;
+    assign pa_use_qp = pa_use_slot;
+    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
     assign pa_dup = |{
         (pa_s0_alloc & (pa_s0_qp == pa_cq0_qp)) & (pa_s0_idx == pa_cq0_idx),
         (pa_s1_alloc & (pa_s1_qp == pa_cq0_qp)) & (pa_s1_idx == pa_cq0_idx),
@@ -2965,12 +2962,12 @@ module card_tx_w512 (
         (pa_s3_alloc & (pa_s3_qp == pa_cq0_qp)) & (pa_s3_idx == pa_cq0_idx)
     };
     assign pa_any_free = |{
-        (~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use,
-        (~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use,
-        (~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use,
-        (~pa_s3_alloc & ~pa_s3_inflight) & ~pa_s3_in_use
+        (~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0]),
+        (~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1]),
+        (~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2]),
+        (~pa_s3_alloc & ~pa_s3_inflight) & ~(pa_src & pa_use_1h[3])
     };
-    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use) ? 2'h2 : 2'h3));
+    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0])) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1])) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2])) ? 2'h2 : 2'h3));
     assign pa_idle = pa_state == 2'h0;
     assign pa_chk_v = (((pa_idle & pa_cq_v) & ~pa_dup) & pa_any_free) & ~(ck_req | g_look);
     assign pa_look_go = pa_chk_v & m_chk_ready;
@@ -3030,86 +3027,85 @@ module card_tx_w512 (
     assign pa_last = pa_ptr == pa_use_n[11:6];
     assign pa_take = pa_src & (pk_take & pa_g_src);
     assign pa_use_end = pa_take & pa_last;
-    assign pa_use_qp = pa_use_slot;
-    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
-    assign pa_keep = {
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3f),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3e),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3d),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3c),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3b),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h3a),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h39),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h38),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h37),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h36),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h35),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h34),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h33),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h32),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h31),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h30),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2f),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2e),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2d),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2c),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2b),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h2a),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h29),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h28),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h27),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h26),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h25),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h24),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h23),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h22),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h21),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h20),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1f),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1e),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1d),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1c),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1b),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h1a),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h19),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h18),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h17),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h16),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h15),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h14),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h13),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h12),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h11),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h10),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0f),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0e),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0d),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0c),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0b),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h0a),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h09),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h08),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h07),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h06),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h05),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h04),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h03),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h02),
-        ~pa_last | ~(pa_use_n[5:0] < 6'h01),
-        1'h1
+    assign pa_keep_last_n = {1'h0, pa_use_n[5:0]} + 7'h01;
+    assign pa_keep = {64{~pa_last}} | {
+        7'h3f < pa_keep_last_n,
+        7'h3e < pa_keep_last_n,
+        7'h3d < pa_keep_last_n,
+        7'h3c < pa_keep_last_n,
+        7'h3b < pa_keep_last_n,
+        7'h3a < pa_keep_last_n,
+        7'h39 < pa_keep_last_n,
+        7'h38 < pa_keep_last_n,
+        7'h37 < pa_keep_last_n,
+        7'h36 < pa_keep_last_n,
+        7'h35 < pa_keep_last_n,
+        7'h34 < pa_keep_last_n,
+        7'h33 < pa_keep_last_n,
+        7'h32 < pa_keep_last_n,
+        7'h31 < pa_keep_last_n,
+        7'h30 < pa_keep_last_n,
+        7'h2f < pa_keep_last_n,
+        7'h2e < pa_keep_last_n,
+        7'h2d < pa_keep_last_n,
+        7'h2c < pa_keep_last_n,
+        7'h2b < pa_keep_last_n,
+        7'h2a < pa_keep_last_n,
+        7'h29 < pa_keep_last_n,
+        7'h28 < pa_keep_last_n,
+        7'h27 < pa_keep_last_n,
+        7'h26 < pa_keep_last_n,
+        7'h25 < pa_keep_last_n,
+        7'h24 < pa_keep_last_n,
+        7'h23 < pa_keep_last_n,
+        7'h22 < pa_keep_last_n,
+        7'h21 < pa_keep_last_n,
+        7'h20 < pa_keep_last_n,
+        7'h1f < pa_keep_last_n,
+        7'h1e < pa_keep_last_n,
+        7'h1d < pa_keep_last_n,
+        7'h1c < pa_keep_last_n,
+        7'h1b < pa_keep_last_n,
+        7'h1a < pa_keep_last_n,
+        7'h19 < pa_keep_last_n,
+        7'h18 < pa_keep_last_n,
+        7'h17 < pa_keep_last_n,
+        7'h16 < pa_keep_last_n,
+        7'h15 < pa_keep_last_n,
+        7'h14 < pa_keep_last_n,
+        7'h13 < pa_keep_last_n,
+        7'h12 < pa_keep_last_n,
+        7'h11 < pa_keep_last_n,
+        7'h10 < pa_keep_last_n,
+        7'h0f < pa_keep_last_n,
+        7'h0e < pa_keep_last_n,
+        7'h0d < pa_keep_last_n,
+        7'h0c < pa_keep_last_n,
+        7'h0b < pa_keep_last_n,
+        7'h0a < pa_keep_last_n,
+        7'h09 < pa_keep_last_n,
+        7'h08 < pa_keep_last_n,
+        7'h07 < pa_keep_last_n,
+        7'h06 < pa_keep_last_n,
+        7'h05 < pa_keep_last_n,
+        7'h04 < pa_keep_last_n,
+        7'h03 < pa_keep_last_n,
+        7'h02 < pa_keep_last_n,
+        7'h01 < pa_keep_last_n,
+        7'h00 < pa_keep_last_n
     };
     assign pa_s0_new = pa_look_go & (pa_free_sel == 2'h0);
     assign pa_s0_behind = cur_sq_next - pa_s0_idx;
-    assign pa_s0_drop = ~pa_s0_in_use & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
+    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
     assign pa_s1_new = pa_look_go & (pa_free_sel == 2'h1);
     assign pa_s1_behind = cur_sq_next - pa_s1_idx;
-    assign pa_s1_drop = ~pa_s1_in_use & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
+    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
     assign pa_s2_new = pa_look_go & (pa_free_sel == 2'h2);
     assign pa_s2_behind = cur_sq_next - pa_s2_idx;
-    assign pa_s2_drop = ~pa_s2_in_use & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
+    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
     assign pa_s3_new = pa_look_go & (pa_free_sel == 2'h3);
     assign pa_s3_behind = cur_sq_next - pa_s3_idx;
-    assign pa_s3_drop = ~pa_s3_in_use & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -6520,14 +6516,6 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_s0_in_use <= 1'h0;
-        end else begin
-            pa_s0_in_use <= (pa_hit_go & pa_hit_1h[0]) ? 1'h1 : ((pa_s0_in_use & ~(pa_use_end & pa_use_1h[0])) & ~fetch_go);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             pa_s1_alloc <= 1'h0;
         end else begin
             pa_s1_alloc <= pa_s1_new | ((pa_s1_alloc & ~pa_s1_drop) & ~(pa_use_end & pa_use_1h[1]));
@@ -6579,14 +6567,6 @@ module card_tx_w512 (
             pa_s1_bad <= 1'h0;
         end else begin
             pa_s1_bad <= ~pa_s1_new & (((pa_land_last & pa_land_1h[1]) & pa_land_bad) | pa_s1_bad);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pa_s1_in_use <= 1'h0;
-        end else begin
-            pa_s1_in_use <= (pa_hit_go & pa_hit_1h[1]) ? 1'h1 : ((pa_s1_in_use & ~(pa_use_end & pa_use_1h[1])) & ~fetch_go);
         end
     end
 
@@ -6648,14 +6628,6 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_s2_in_use <= 1'h0;
-        end else begin
-            pa_s2_in_use <= (pa_hit_go & pa_hit_1h[2]) ? 1'h1 : ((pa_s2_in_use & ~(pa_use_end & pa_use_1h[2])) & ~fetch_go);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             pa_s3_alloc <= 1'h0;
         end else begin
             pa_s3_alloc <= pa_s3_new | ((pa_s3_alloc & ~pa_s3_drop) & ~(pa_use_end & pa_use_1h[3]));
@@ -6707,14 +6679,6 @@ module card_tx_w512 (
             pa_s3_bad <= 1'h0;
         end else begin
             pa_s3_bad <= ~pa_s3_new & (((pa_land_last & pa_land_1h[3]) & pa_land_bad) | pa_s3_bad);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pa_s3_in_use <= 1'h0;
-        end else begin
-            pa_s3_in_use <= (pa_hit_go & pa_hit_1h[3]) ? 1'h1 : ((pa_s3_in_use & ~(pa_use_end & pa_use_1h[3])) & ~fetch_go);
         end
     end
 

@@ -1056,8 +1056,7 @@ architecture rtl of card_tx_w512 is
     signal pf_db_lim_m1 : std_logic_vector(15 downto 0);
     signal pf_db_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
     signal pf_q_in_end : std_logic_vector(15 downto 0);
-    signal pf_ext_n : std_logic_vector(4 downto 0); -- the window after the extension: the blocks from the next WQE on and the read's
-    signal pf_ext_n_m1 : std_logic_vector(4 downto 0);
+    signal pf_ext_n_m1 : std_logic_vector(4 downto 0); -- the window after the extension, - 1: the blocks from the next WQE on and the read's
     signal pf_ext_k2_m1 : std_logic_vector(3 downto 0); -- with a read in flight: the blocks of both - 1
     signal pf_q_in_base : std_logic_vector(57 downto 0);
     signal pf_q_in_mask : std_logic_vector(15 downto 0);
@@ -1413,7 +1412,6 @@ architecture rtl of card_tx_w512 is
     signal pa_s0_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s0_landed : std_logic := '0';  -- its read landed
     signal pa_s0_bad : std_logic := '0';     -- ... with an error response
-    signal pa_s0_in_use : std_logic := '0';  -- the packer reads it
     signal pa_s0_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s0_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s0_addr : std_logic_vector(63 downto 0); -- host address read
@@ -1422,7 +1420,6 @@ architecture rtl of card_tx_w512 is
     signal pa_s1_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s1_landed : std_logic := '0';  -- its read landed
     signal pa_s1_bad : std_logic := '0';     -- ... with an error response
-    signal pa_s1_in_use : std_logic := '0';  -- the packer reads it
     signal pa_s1_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s1_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s1_addr : std_logic_vector(63 downto 0); -- host address read
@@ -1431,7 +1428,6 @@ architecture rtl of card_tx_w512 is
     signal pa_s2_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s2_landed : std_logic := '0';  -- its read landed
     signal pa_s2_bad : std_logic := '0';     -- ... with an error response
-    signal pa_s2_in_use : std_logic := '0';  -- the packer reads it
     signal pa_s2_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s2_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s2_addr : std_logic_vector(63 downto 0); -- host address read
@@ -1440,11 +1436,14 @@ architecture rtl of card_tx_w512 is
     signal pa_s3_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s3_landed : std_logic := '0';  -- its read landed
     signal pa_s3_bad : std_logic := '0';     -- ... with an error response
-    signal pa_s3_in_use : std_logic := '0';  -- the packer reads it
     signal pa_s3_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s3_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s3_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s3_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
+    signal pa_use_slot : std_logic_vector(1 downto 0);
+    signal pa_use_qp : std_logic_vector(1 downto 0);
+    signal pa_use_1h : std_logic_vector(3 downto 0);
     signal pa_state : std_logic_vector(1 downto 0) := "00"; -- 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
     signal pa_slot : std_logic_vector(1 downto 0); -- the slot being filled
     signal pa_dup : std_logic;               -- the head candidate's key has a slot
@@ -1488,17 +1487,14 @@ architecture rtl of card_tx_w512 is
     signal pa_hit_go : std_logic;            -- ... from a slot
     signal pa_hit_qp : std_logic_vector(1 downto 0);
     signal pa_hit_1h : std_logic_vector(3 downto 0);
-    signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
-    signal pa_use_slot : std_logic_vector(1 downto 0);
     signal pa_ptr : std_logic_vector(5 downto 0); -- its beat at the memory's output
     signal pa_primed : std_logic := '0';     -- the memory's output holds beat pa_ptr
     signal pa_use_n : std_logic_vector(12 downto 0); -- its bytes - 1
     signal pa_last : std_logic;              -- the slot's last beat
     signal pa_take : std_logic;
     signal pa_use_end : std_logic;           -- the slot's last beat is taken: it is free
-    signal pa_use_qp : std_logic_vector(1 downto 0);
-    signal pa_use_1h : std_logic_vector(3 downto 0);
     signal pa_data_rd : std_logic_vector(511 downto 0); -- read data of pa_data
+    signal pa_keep_last_n : std_logic_vector(6 downto 0);
     signal pa_keep : std_logic_vector(63 downto 0); -- lanes of the beat: all but in the last
     signal pa_s0_new : std_logic;            -- the slot is keyed for the head candidate
     signal pa_s0_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
@@ -2172,7 +2168,7 @@ architecture rtl of card_tx_w512 is
     type g_sge_b3_t is array (0 to 7) of std_logic_vector(127 downto 0);
     signal g_sge_b3 : g_sge_b3_t;            -- SGE store: SGE 3 of each word
     type pf_tag_t is array (0 to 1023) of std_logic_vector(24 downto 0);
-    signal pf_tag : pf_tag_t;                -- per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read
+    signal pf_tag : pf_tag_t;                -- per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
     type pf_flight_t is array (0 to 127) of std_logic_vector(26 downto 0);
     signal pf_flight : pf_flight_t;          -- the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     type pf_data0_t is array (0 to 1023) of std_logic_vector(511 downto 0);
@@ -2904,8 +2900,7 @@ begin
     pf_q_in_next <= mux(pf_load, mux(pf_load_ext, pf_cur_end, pf_next), db_old_pi);
     pf_q_in_cnt <= mux(pf_load, pf_cnt_m1, pf_db_cnt_m1);
     pf_q_in_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(pf_q_in_next) + unsigned(std_logic_vector'("0000000000000" & pf_q_in_cnt)))) + unsigned'(x"0001"));
-    pf_ext_n <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_cur_ahead(3 downto 0))) + unsigned(std_logic_vector'("00" & pf_cnt_m1)))) + unsigned'("00001"));
-    pf_ext_n_m1 <= std_logic_vector(unsigned(pf_ext_n) - unsigned'("00001"));
+    pf_ext_n_m1 <= std_logic_vector(unsigned(std_logic_vector'('0' & pf_cur_ahead(3 downto 0))) + unsigned(std_logic_vector'("00" & pf_cnt_m1)));
     pf_ext_k2_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_q_in_cnt)) + unsigned(std_logic_vector'('0' & pf_cur_key(21 downto 19))))) + unsigned'(x"1"));
     pf_q_in_key <= std_logic_vector'(
         mux(pf_load_ext and pf_cur_inflight, pf_ext_k2_m1(2 downto 0), pf_q_in_cnt) &
@@ -3028,6 +3023,8 @@ begin
     pa_cq3_push <= pa_cq_push and b2l(pa_cq_wpos = "011");
     pa_cq_push <= pa_cand_v and b2l(unsigned(pa_cq_count) < unsigned'("100"));
     pa_cq_v <= or pa_cq_count;
+    pa_use_qp <= pa_use_slot;
+    pa_use_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_use_qp))));
     pa_dup <= or std_logic_vector'(
         ((pa_s0_alloc and b2l(pa_s0_qp = pa_cq0_qp)) and b2l(pa_s0_idx = pa_cq0_idx)) &
         ((pa_s1_alloc and b2l(pa_s1_qp = pa_cq0_qp)) and b2l(pa_s1_idx = pa_cq0_idx)) &
@@ -3035,12 +3032,12 @@ begin
         ((pa_s3_alloc and b2l(pa_s3_qp = pa_cq0_qp)) and b2l(pa_s3_idx = pa_cq0_idx))
     );
     pa_any_free <= or std_logic_vector'(
-        (((not pa_s0_alloc) and (not pa_s0_inflight)) and (not pa_s0_in_use)) &
-        (((not pa_s1_alloc) and (not pa_s1_inflight)) and (not pa_s1_in_use)) &
-        (((not pa_s2_alloc) and (not pa_s2_inflight)) and (not pa_s2_in_use)) &
-        (((not pa_s3_alloc) and (not pa_s3_inflight)) and (not pa_s3_in_use))
+        (((not pa_s0_alloc) and (not pa_s0_inflight)) and (not (pa_src and pa_use_1h(0)))) &
+        (((not pa_s1_alloc) and (not pa_s1_inflight)) and (not (pa_src and pa_use_1h(1)))) &
+        (((not pa_s2_alloc) and (not pa_s2_inflight)) and (not (pa_src and pa_use_1h(2)))) &
+        (((not pa_s3_alloc) and (not pa_s3_inflight)) and (not (pa_src and pa_use_1h(3))))
     );
-    pa_free_sel <= mux(((not pa_s0_alloc) and (not pa_s0_inflight)) and (not pa_s0_in_use), "00", mux(((not pa_s1_alloc) and (not pa_s1_inflight)) and (not pa_s1_in_use), "01", mux(((not pa_s2_alloc) and (not pa_s2_inflight)) and (not pa_s2_in_use), "10", "11")));
+    pa_free_sel <= mux(((not pa_s0_alloc) and (not pa_s0_inflight)) and (not (pa_src and pa_use_1h(0))), "00", mux(((not pa_s1_alloc) and (not pa_s1_inflight)) and (not (pa_src and pa_use_1h(1))), "01", mux(((not pa_s2_alloc) and (not pa_s2_inflight)) and (not (pa_src and pa_use_1h(2))), "10", "11")));
     pa_idle <= b2l(pa_state = "00");
     pa_chk_v <= (((pa_idle and pa_cq_v) and (not pa_dup)) and pa_any_free) and (not (ck_req or g_look));
     pa_look_go <= pa_chk_v and m_chk_ready;
@@ -3107,86 +3104,85 @@ begin
     pa_last <= b2l(pa_ptr = pa_use_n(11 downto 6));
     pa_take <= pa_src and (pk_take and pa_g_src);
     pa_use_end <= pa_take and pa_last;
-    pa_use_qp <= pa_use_slot;
-    pa_use_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_use_qp))));
-    pa_keep <= std_logic_vector'(
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("111000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("110000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("101000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("100000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("011000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("010000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001001")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("001000")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000111")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000110")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000101")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000100")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000011")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000010")))) &
-        ((not pa_last) or (not b2l(unsigned(pa_use_n(5 downto 0)) < unsigned'("000001")))) &
-        '1'
+    pa_keep_last_n <= std_logic_vector(unsigned(std_logic_vector'('0' & pa_use_n(5 downto 0))) + unsigned'("0000001"));
+    pa_keep <= std_logic_vector'(63 downto 0 => not pa_last) or std_logic_vector'(
+        b2l(unsigned'("0111111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0111000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0110000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0101000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0100000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0011000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0010000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0001000") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000111") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000110") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000101") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000100") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000011") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000010") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000001") < unsigned(pa_keep_last_n)) &
+        b2l(unsigned'("0000000") < unsigned(pa_keep_last_n))
     );
     pa_s0_new <= pa_look_go and b2l(pa_free_sel = "00");
     pa_s0_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s0_idx));
-    pa_s0_drop <= (not pa_s0_in_use) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
+    pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
     pa_s1_new <= pa_look_go and b2l(pa_free_sel = "01");
     pa_s1_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s1_idx));
-    pa_s1_drop <= (not pa_s1_in_use) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
+    pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
     pa_s2_new <= pa_look_go and b2l(pa_free_sel = "10");
     pa_s2_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s2_idx));
-    pa_s2_drop <= (not pa_s2_in_use) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
+    pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
     pa_s3_new <= pa_look_go and b2l(pa_free_sel = "11");
     pa_s3_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s3_idx));
-    pa_s3_drop <= (not pa_s3_in_use) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
+    pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
     pa_g_hit <= pa_hit;
     pa_g_wait <= pa_wait;
     pa_g_src <= pa_src;
@@ -8054,17 +8050,6 @@ begin
         end if;
     end process;
 
-    pa_s0_in_use_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pa_s0_in_use <= '0';
-            else
-                pa_s0_in_use <= mux(pa_hit_go and pa_hit_1h(0), '1', (pa_s0_in_use and (not (pa_use_end and pa_use_1h(0)))) and (not fetch_go));
-            end if;
-        end if;
-    end process;
-
     pa_s1_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -8141,17 +8126,6 @@ begin
                 pa_s1_bad <= '0';
             else
                 pa_s1_bad <= (not pa_s1_new) and (((pa_land_last and pa_land_1h(1)) and pa_land_bad) or pa_s1_bad);
-            end if;
-        end if;
-    end process;
-
-    pa_s1_in_use_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pa_s1_in_use <= '0';
-            else
-                pa_s1_in_use <= mux(pa_hit_go and pa_hit_1h(1), '1', (pa_s1_in_use and (not (pa_use_end and pa_use_1h(1)))) and (not fetch_go));
             end if;
         end if;
     end process;
@@ -8236,17 +8210,6 @@ begin
         end if;
     end process;
 
-    pa_s2_in_use_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pa_s2_in_use <= '0';
-            else
-                pa_s2_in_use <= mux(pa_hit_go and pa_hit_1h(2), '1', (pa_s2_in_use and (not (pa_use_end and pa_use_1h(2)))) and (not fetch_go));
-            end if;
-        end if;
-    end process;
-
     pa_s3_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -8323,17 +8286,6 @@ begin
                 pa_s3_bad <= '0';
             else
                 pa_s3_bad <= (not pa_s3_new) and (((pa_land_last and pa_land_1h(3)) and pa_land_bad) or pa_s3_bad);
-            end if;
-        end if;
-    end process;
-
-    pa_s3_in_use_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                pa_s3_in_use <= '0';
-            else
-                pa_s3_in_use <= mux(pa_hit_go and pa_hit_1h(3), '1', (pa_s3_in_use and (not (pa_use_end and pa_use_1h(3)))) and (not fetch_go));
             end if;
         end if;
     end process;

@@ -1017,8 +1017,7 @@ module card_tx_w64 (
     wire [15:0]    pf_db_lim_m1;
     wire [2:0]     pf_db_cnt_m1;             // blocks to read - 1
     wire [15:0]    pf_q_in_end;
-    wire [4:0]     pf_ext_n;                 // the window after the extension: the blocks from the next WQE on and the read's
-    wire [4:0]     pf_ext_n_m1;
+    wire [4:0]     pf_ext_n_m1;              // the window after the extension, - 1: the blocks from the next WQE on and the read's
     wire [3:0]     pf_ext_k2_m1;             // with a read in flight: the blocks of both - 1
     wire [57:0]    pf_q_in_base;
     wire [15:0]    pf_q_in_mask;
@@ -1375,7 +1374,6 @@ module card_tx_w64 (
     reg            pa_s0_inflight;           // its read is in dma_rd
     reg            pa_s0_landed;             // its read landed
     reg            pa_s0_bad;                // ... with an error response
-    reg            pa_s0_in_use;             // the packer reads it
     reg  [9:0]     pa_s0_qp;                 // key: QP
     reg  [15:0]    pa_s0_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s0_addr;               // host address read
@@ -1384,7 +1382,6 @@ module card_tx_w64 (
     reg            pa_s1_inflight;           // its read is in dma_rd
     reg            pa_s1_landed;             // its read landed
     reg            pa_s1_bad;                // ... with an error response
-    reg            pa_s1_in_use;             // the packer reads it
     reg  [9:0]     pa_s1_qp;                 // key: QP
     reg  [15:0]    pa_s1_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s1_addr;               // host address read
@@ -1393,7 +1390,6 @@ module card_tx_w64 (
     reg            pa_s2_inflight;           // its read is in dma_rd
     reg            pa_s2_landed;             // its read landed
     reg            pa_s2_bad;                // ... with an error response
-    reg            pa_s2_in_use;             // the packer reads it
     reg  [9:0]     pa_s2_qp;                 // key: QP
     reg  [15:0]    pa_s2_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s2_addr;               // host address read
@@ -1402,11 +1398,14 @@ module card_tx_w64 (
     reg            pa_s3_inflight;           // its read is in dma_rd
     reg            pa_s3_landed;             // its read landed
     reg            pa_s3_bad;                // ... with an error response
-    reg            pa_s3_in_use;             // the packer reads it
     reg  [9:0]     pa_s3_qp;                 // key: QP
     reg  [15:0]    pa_s3_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s3_addr;               // host address read
     reg  [12:0]    pa_s3_n;                  // bytes read (1..4096)
+    reg            pa_src;                   // the packer's input is the slot in use
+    reg  [1:0]     pa_use_slot;
+    wire [1:0]     pa_use_qp;
+    wire [3:0]     pa_use_1h;
     reg  [1:0]     pa_state;                 // 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
     reg  [1:0]     pa_slot;                  // the slot being filled
     wire           pa_dup;                   // the head candidate's key has a slot
@@ -1450,17 +1449,14 @@ module card_tx_w64 (
     wire           pa_hit_go;                // ... from a slot
     wire [1:0]     pa_hit_qp;
     wire [3:0]     pa_hit_1h;
-    reg            pa_src;                   // the packer's input is the slot in use
-    reg  [1:0]     pa_use_slot;
     reg  [8:0]     pa_ptr;                   // its beat at the memory's output
     reg            pa_primed;                // the memory's output holds beat pa_ptr
     wire [12:0]    pa_use_n;                 // its bytes - 1
     wire           pa_last;                  // the slot's last beat
     wire           pa_take;
     wire           pa_use_end;               // the slot's last beat is taken: it is free
-    wire [1:0]     pa_use_qp;
-    wire [3:0]     pa_use_1h;
     reg  [63:0]    pa_data_rd;               // read data of pa_data
+    wire [3:0]     pa_keep_last_n;
     wire [7:0]     pa_keep;                  // lanes of the beat: all but in the last
     wire           pa_s0_new;                // the slot is keyed for the head candidate
     wire [15:0]    pa_s0_behind;             // the engine's WQE past the key's: 1..32767
@@ -2107,7 +2103,7 @@ module card_tx_w64 (
     reg  [63:0] wqe_buf [0:63];              // the WQE past its header (the inline payload)
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
-    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read
+    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
     reg  [26:0] pf_flight [0:127];           // the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     reg  [511:0] pf_data0 [0:1023];          // per entry: its SQ block 8i + 0 read ahead
     reg  [511:0] pf_data1 [0:1023];          // per entry: its SQ block 8i + 1 read ahead
@@ -2746,8 +2742,7 @@ module card_tx_w64 (
     assign pf_q_in_next = pf_load ? (pf_load_ext ? pf_cur_end : pf_next) : db_old_pi;
     assign pf_q_in_cnt = pf_load ? pf_cnt_m1 : pf_db_cnt_m1;
     assign pf_q_in_end = (pf_q_in_next + {13'h0000, pf_q_in_cnt}) + 16'h0001;
-    assign pf_ext_n = ({1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1}) + 5'h01;
-    assign pf_ext_n_m1 = pf_ext_n - 5'h01;
+    assign pf_ext_n_m1 = {1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1};
     assign pf_ext_k2_m1 = ({1'h0, pf_q_in_cnt} + {1'h0, pf_cur_key[21:19]}) + 4'h1;
     assign pf_q_in_key = {
         (pf_load_ext & pf_cur_inflight) ? pf_ext_k2_m1[2:0] : pf_q_in_cnt,
@@ -2870,6 +2865,8 @@ module card_tx_w64 (
     assign pa_cq3_push = pa_cq_push & (pa_cq_wpos == 3'h3);
     assign pa_cq_push = pa_cand_v & (pa_cq_count < 3'h4);
     assign pa_cq_v = |pa_cq_count;
+    assign pa_use_qp = pa_use_slot;
+    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
     assign pa_dup = |{
         (pa_s0_alloc & (pa_s0_qp == pa_cq0_qp)) & (pa_s0_idx == pa_cq0_idx),
         (pa_s1_alloc & (pa_s1_qp == pa_cq0_qp)) & (pa_s1_idx == pa_cq0_idx),
@@ -2877,12 +2874,12 @@ module card_tx_w64 (
         (pa_s3_alloc & (pa_s3_qp == pa_cq0_qp)) & (pa_s3_idx == pa_cq0_idx)
     };
     assign pa_any_free = |{
-        (~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use,
-        (~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use,
-        (~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use,
-        (~pa_s3_alloc & ~pa_s3_inflight) & ~pa_s3_in_use
+        (~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0]),
+        (~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1]),
+        (~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2]),
+        (~pa_s3_alloc & ~pa_s3_inflight) & ~(pa_src & pa_use_1h[3])
     };
-    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~pa_s0_in_use) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~pa_s1_in_use) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~pa_s2_in_use) ? 2'h2 : 2'h3));
+    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0])) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1])) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2])) ? 2'h2 : 2'h3));
     assign pa_idle = pa_state == 2'h0;
     assign pa_chk_v = (((pa_idle & pa_cq_v) & ~pa_dup) & pa_any_free) & ~(ck_req | g_look);
     assign pa_look_go = pa_chk_v & m_chk_ready;
@@ -2942,30 +2939,29 @@ module card_tx_w64 (
     assign pa_last = pa_ptr == pa_use_n[11:3];
     assign pa_take = pa_src & (pk_take & pa_g_src);
     assign pa_use_end = pa_take & pa_last;
-    assign pa_use_qp = pa_use_slot;
-    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
-    assign pa_keep = {
-        ~pa_last | ~(pa_use_n[2:0] < 3'h7),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h6),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h5),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h4),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h3),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h2),
-        ~pa_last | ~(pa_use_n[2:0] < 3'h1),
-        1'h1
+    assign pa_keep_last_n = {1'h0, pa_use_n[2:0]} + 4'h1;
+    assign pa_keep = {8{~pa_last}} | {
+        4'h7 < pa_keep_last_n,
+        4'h6 < pa_keep_last_n,
+        4'h5 < pa_keep_last_n,
+        4'h4 < pa_keep_last_n,
+        4'h3 < pa_keep_last_n,
+        4'h2 < pa_keep_last_n,
+        4'h1 < pa_keep_last_n,
+        4'h0 < pa_keep_last_n
     };
     assign pa_s0_new = pa_look_go & (pa_free_sel == 2'h0);
     assign pa_s0_behind = cur_sq_next - pa_s0_idx;
-    assign pa_s0_drop = ~pa_s0_in_use & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
+    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
     assign pa_s1_new = pa_look_go & (pa_free_sel == 2'h1);
     assign pa_s1_behind = cur_sq_next - pa_s1_idx;
-    assign pa_s1_drop = ~pa_s1_in_use & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
+    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
     assign pa_s2_new = pa_look_go & (pa_free_sel == 2'h2);
     assign pa_s2_behind = cur_sq_next - pa_s2_idx;
-    assign pa_s2_drop = ~pa_s2_in_use & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
+    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
     assign pa_s3_new = pa_look_go & (pa_free_sel == 2'h3);
     assign pa_s3_behind = cur_sq_next - pa_s3_idx;
-    assign pa_s3_drop = ~pa_s3_in_use & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -6372,14 +6368,6 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_s0_in_use <= 1'h0;
-        end else begin
-            pa_s0_in_use <= (pa_hit_go & pa_hit_1h[0]) ? 1'h1 : ((pa_s0_in_use & ~(pa_use_end & pa_use_1h[0])) & ~fetch_go);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             pa_s1_alloc <= 1'h0;
         end else begin
             pa_s1_alloc <= pa_s1_new | ((pa_s1_alloc & ~pa_s1_drop) & ~(pa_use_end & pa_use_1h[1]));
@@ -6431,14 +6419,6 @@ module card_tx_w64 (
             pa_s1_bad <= 1'h0;
         end else begin
             pa_s1_bad <= ~pa_s1_new & (((pa_land_last & pa_land_1h[1]) & pa_land_bad) | pa_s1_bad);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pa_s1_in_use <= 1'h0;
-        end else begin
-            pa_s1_in_use <= (pa_hit_go & pa_hit_1h[1]) ? 1'h1 : ((pa_s1_in_use & ~(pa_use_end & pa_use_1h[1])) & ~fetch_go);
         end
     end
 
@@ -6500,14 +6480,6 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_s2_in_use <= 1'h0;
-        end else begin
-            pa_s2_in_use <= (pa_hit_go & pa_hit_1h[2]) ? 1'h1 : ((pa_s2_in_use & ~(pa_use_end & pa_use_1h[2])) & ~fetch_go);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             pa_s3_alloc <= 1'h0;
         end else begin
             pa_s3_alloc <= pa_s3_new | ((pa_s3_alloc & ~pa_s3_drop) & ~(pa_use_end & pa_use_1h[3]));
@@ -6559,14 +6531,6 @@ module card_tx_w64 (
             pa_s3_bad <= 1'h0;
         end else begin
             pa_s3_bad <= ~pa_s3_new & (((pa_land_last & pa_land_1h[3]) & pa_land_bad) | pa_s3_bad);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pa_s3_in_use <= 1'h0;
-        end else begin
-            pa_s3_in_use <= (pa_hit_go & pa_hit_1h[3]) ? 1'h1 : ((pa_s3_in_use & ~(pa_use_end & pa_use_1h[3])) & ~fetch_go);
         end
     end
 
