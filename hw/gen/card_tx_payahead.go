@@ -39,9 +39,9 @@ import (
 // gather's and the prefetcher's requests; their beats are always taken.
 
 const (
-	CardTxPaySlots  = 4    // payload slots
+	CardTxPaySlots  = 8    // payload slots
 	cardTxSlotBytes = 4096 // a slot holds one request: at most one page
-	cardTxPaCands   = 4    // candidates waiting for their lookup
+	cardTxPaCands   = 16   // candidates waiting for their lookup
 	cardTxPaTag     = 4    // dma_rd tag bit 2: a slot's read
 	cardTxPaChkTag  = 1    // the check-port tag of a slot's lookup
 )

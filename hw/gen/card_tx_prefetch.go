@@ -7,22 +7,30 @@ import (
 
 // card_tx's WQE prefetcher. Each QP has an entry (one per QP, so QPs
 // never evict each other's): a window of up to CardTxPfBlocks of its SQ's
-// posted blocks, SQ block x in block slot x mod 8. As soon as the engine
-// knows a WQE's size (txHdr) on a live QP with more posted behind it, a
-// read is queued: from the next WQE on if the window does not hold it
-// (and no read of the entry is in flight), else from the window's end
-// once half of its slots are behind the next WQE, into those slots (at
-// most two reads of an entry in flight). Reads go behind whatever dma_rd
-// already has in flight and ahead of the WQE's own payload reads; the
-// QP's next turns find their WQEs there and start without a WQE read, as
-// from a pushed block, so a QP served alone keeps four to eight blocks
-// read ahead. The host may not change a posted block before its WQE
-// completes, and the entry is the QP's and keyed by SQ index, so a block
-// read ahead is the block the engine would have read when it starts the
-// WQE, which is when the card model reads it. An entry lives while its
-// QP's WQEs start inside its window: one that starts elsewhere drops it.
-// A read ahead that gets an error response drops the window without a
-// fault: the engine reads the block itself, and faults as the model does.
+// posted blocks, SQ block x in block slot x mod CardTxPfBlocks. As soon as
+// the engine knows a WQE's size (txHdr) on a live QP with more posted
+// behind it, a read is queued: from the next WQE on if the window does
+// not hold it (and no read of the entry is in flight; up to eight
+// blocks), else from the window's end into the slots behind the next WQE
+// (at most two reads of an entry in flight), once four of them are, or
+// twelve while eight read aheads or more are in flight. Reads go behind
+// whatever dma_rd already has in flight and ahead of the WQE's own
+// payload reads; the QP's next turns find their WQEs there and start
+// without a WQE read, as from a pushed block. A QP served alone keeps
+// twelve to sixteen blocks read ahead: for 4 KiB Writes at 512 bits that
+// is what the payload read ahead needs to have a message's first page
+// read before the engine reaches it (a WQE read, then a payload read,
+// each a DMA round trip behind the beats before it); with many QPs busy,
+// four to eight, as the entries held before they grew from eight to
+// sixteen blocks (30 Nov), since reading further ahead for every QP only
+// queues their reads behind each other's. The host may not change a
+// posted block before its WQE completes, and the entry is the QP's and
+// keyed by SQ index, so a block read ahead is the block the engine would
+// have read when it starts the WQE, which is when the card model reads
+// it. An entry lives while its QP's WQEs start inside its window: one
+// that starts elsewhere drops it. A read ahead that gets an error
+// response drops the window without a fault: the engine reads the block
+// itself, and faults as the model does.
 //
 // An SQ_PI doorbell that posts the first WQE of a live QP with nothing
 // else posted (the engine has started every block before it and does not
@@ -34,7 +42,10 @@ import (
 
 const (
 	CardTxPrefetch = CardTxQPs // prefetch entries: one per QP
-	CardTxPfBlocks = 8         // blocks an entry holds: one read ahead brings up to four two-block WQEs
+	CardTxPfBlocks = 16        // blocks an entry holds (a power of two): see cardTxPfExtend
+	cardTxPfExtend = 4         // a window grows once this many of its blocks are behind the next WQE
+	cardTxPfBusy   = 8         // read aheads in flight from which a window grows only once NB - cardTxPfExtend blocks are behind
+	cardTxPfFresh  = 8         // blocks a read from a WQE brings at most (the window grows from there)
 	cardTxPfTag    = 2         // dma_rd tag bit 1: a prefetch
 	cardTxPfFlight = 128       // read aheads in flight at most (their entries, in issue order)
 	cardTxPfQueue  = 32        // read aheads queued for dma_rd
@@ -131,18 +142,18 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	want := m.RegDecl("pf_want", E, "the entry's read in flight is still wanted")
 	v := m.RegDecl("pf_valid", E, "the entry's window holds its blocks (with a read in flight: those below the read's)")
 	const NB = CardTxPfBlocks
-	const CB = 3 // an entry's blocks - 1
-	if 1<<CB != NB {
+	CB := log2(NB) // bits of an entry's block count - 1
+	if 1<<CB != NB || cardTxPfExtend < 2 || cardTxPfExtend > NB/2 || cardTxPfFresh > NB {
 		panic("gen: card_tx prefetch entry size")
 	}
-	// An entry is a window of the SQ: the blocks [end - n, end) (n = 1..8),
-	// block x in block slot x mod 8, the top k of them (k = 1..n) brought
+	// An entry is a window of the SQ: the blocks [end - n, end) (n = 1..NB),
+	// block x in block slot x mod NB, the top k of them (k = 1..n) brought
 	// by its latest read, the top k2 by its latest two. Its key: {k2 - 1,
 	// k - 1, n - 1, end (unmasked)}. With a read in flight the top k
 	// blocks are coming (the top k2 with two: dma_rd returns them in
 	// order), and the blocks below are held if the entry is valid; a read
 	// that extends a window writes only block slots the engine has passed.
-	const KW = 16 + 3*CB
+	KW := 16 + 3*CB
 	keyOf := func(end, n1, k1, k21 Expr) Expr { return Cat(k21, k1, n1, end) }
 	kEnd := func(k *Signal) Expr { return Bits(k, 15, 0) }
 	kN := func(k *Signal) Expr { return Bits(k, 16+CB-1, 16) }
@@ -156,7 +167,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	}
 	// Blocks read from a block on: as many as are posted, up to most,
 	// never wrapping the ring (a WQE of up to 96 bytes of inline data, or
-	// two SGEs, is two blocks: an entry holds up to four such WQEs).
+	// two SGEs, is two blocks: a read from a WQE brings up to four such WQEs).
 	countOf := func(name string, pi, next, mask Expr, most Expr) *Signal {
 		m1 := m.WireOf(name+"_posted_m1", Sub(Sub(pi, next), C(16, 1)), "blocks posted from the first on, - 1")
 		toEnd := m.WireOf(name+"_to_end_m1", Sub(mask, And(next, mask)), "blocks to the ring's end, - 1")
@@ -183,16 +194,20 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	nextIn := m.WireOf("pf_next_in", And(curLive, inWin(in.next, curKey)), "the entry holds (or will) the next WQE's first block")
 	// A fresh read from the next WQE when the entry does not hold it (and
 	// has no read in flight); else a read that extends the window from its
-	// end, once half of its block slots are behind the next WQE and more
-	// blocks are posted past it, while fewer than two are in flight.
+	// end into the block slots behind the next WQE, once cardTxPfExtend of
+	// them are (NB - cardTxPfExtend while dma_rd has cardTxPfBusy read
+	// aheads or more) and more blocks are posted past it, while fewer than
+	// two are in flight.
 	curEnd := m.WireOf("pf_cur_end", kEnd(curKey), "")
-	ahead := m.WireOf("pf_cur_ahead", Sub(curEnd, in.next), "blocks of the window from the next WQE on (1..8)")
-	free := m.WireOf("pf_cur_free", Sub(C(4, NB), Bits(ahead, 3, 0)), "block slots the engine has passed")
-	extOK := m.WireOf("pf_ext_ok", And(nextIn, Not(Lt(free, C(4, NB/2))), Ne(in.pi, curEnd), Not(fl2Cur)), "the window can grow by half an entry or more")
+	ahead := m.WireOf("pf_cur_ahead", Sub(curEnd, in.next), "blocks of the window from the next WQE on (1..NB)")
+	free := m.WireOf("pf_cur_free", Sub(C(CB+1, uint64(NB)), Bits(ahead, CB, 0)), "block slots the engine has passed")
+	busy := m.WireOf("pf_busy", Not(Lt(flUsed, C(FB+2, cardTxPfBusy))), "many read aheads are in flight: windows grow later")
+	extAt := m.WireOf("pf_ext_at", Sel(busy, C(CB+1, uint64(NB-cardTxPfExtend)), C(CB+1, cardTxPfExtend)), "block slots behind the next WQE from which the window grows")
+	extOK := m.WireOf("pf_ext_ok", And(nextIn, Not(Lt(free, extAt)), Ne(in.pi, curEnd), Not(fl2Cur)), "the window can grow")
 	load := m.WireOf("pf_load", And(in.load, flRoom, Sel(nextIn, extOK, Not(flCur))), "a read ahead of the engine's QP is queued")
 	ext := m.WireOf("pf_load_ext", And(load, nextIn), "... extending its window")
-	free1 := m.WireOf("pf_cur_free_m1", Sub(free, C(4, 1)), "")
-	cnt := countOf("pf", in.pi, Sel(nextIn, curEnd, in.next), in.sqMask, Sel(nextIn, Bits(free1, CB-1, 0), C(CB, NB-1)))
+	free1 := m.WireOf("pf_cur_free_m1", Sub(free, C(CB+1, 1)), "")
+	cnt := countOf("pf", in.pi, Sel(nextIn, curEnd, in.next), in.sqMask, Sel(nextIn, Bits(free1, CB-1, 0), C(CB, cardTxPfFresh-1)))
 	// A doorbell's read ahead is queued unless the engine's is this cycle.
 	dbSlot := slotOf("pf_db_slot", in.dbQP)
 	dbHot := oneHot(m, "pf_db", dbSlot, E)
@@ -203,7 +218,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	m.Assign(pIdx, Sel(load, Sel(ext, curEnd, in.next), in.dbNext))
 	m.Assign(pCnt, Sel(load, cnt, dbCnt))
 	pEnd := m.WireOf("pf_q_in_end", Add(Add(pIdx, zext(pCnt, 16)), C(16, 1)), "")
-	extN1 := m.WireOf("pf_ext_n_m1", Add(zext(Bits(ahead, 3, 0), 5), zext(cnt, 5)), "the window after the extension, - 1: the blocks from the next WQE on and the read's")
+	extN1 := m.WireOf("pf_ext_n_m1", Add(zext(Bits(ahead, CB, 0), CB+2), zext(cnt, CB+2)), "the window after the extension, - 1: the blocks from the next WQE on and the read's")
 	k2 := m.WireOf("pf_ext_k2_m1", Add(Add(zext(pCnt, CB+1), zext(kK(curKey), CB+1)), C(CB+1, 1)), "with a read in flight: the blocks of both - 1")
 	m.Assign(pKey, keyOf(pEnd, Sel(ext, Bits(extN1, CB-1, 0), pCnt), pCnt, Sel(And(ext, flCur), Bits(k2, CB-1, 0), pCnt)))
 	m.Assign(pFresh, Not(ext))
@@ -262,7 +277,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	blkDoneW := m.WireOf("pf_land_blk_done", blkDone, "the beat completes a block")
 	blkW := m.WireOf("pf_land_blk_data", blk, "that block")
 	landOK := m.WireOf("pf_land_ok", And(land, Not(landErr), Not(in.rdErr)), "the blocks are whole")
-	// Per entry and block slot: SQ block x in slot x mod 8, written as it
+	// Per entry and block slot: SQ block x in slot x mod NB, written as it
 	// lands; the blocks count only once every block of the read has.
 	landSq := m.WireOf("pf_land_sq", Add(landIdx, zext(blkIdx, 16)), "the block's SQ index")
 	blkHot := oneHot(m, "pf_land_slot", Bits(landSq, CB-1, 0), NB)
@@ -272,7 +287,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 		// with the load, txCtx or a quick txWB):
 		// 4,096 bits copied every cycle cost the co-simulation a fifth.
 		slotRd = append(slotRd, m.Mem(fmt.Sprintf("pf_data%d", k), 512, E, And(blkDoneW, Bit(blkHot, k)), landSlot, blkW, in.popRead, popSlot,
-			fmt.Sprintf("per entry: its SQ block 8i + %d read ahead", k)))
+			fmt.Sprintf("per entry: its SQ block %di + %d read ahead", NB, k)))
 	}
 	landHot := oneHot(m, "pf_landing", landSlot, E)
 	freshHot := m.WireOf("pf_fresh_1h", Or(And(curHot, Rep(And(load, Not(ext)), E)), And(dbHot, Rep(dbLoad, E))), "a fresh read replaces the entry's window")
@@ -293,8 +308,8 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	hit2 := m.Reg("pf_hit_two", 1, big.NewInt(0), held(next1), in.ctx, "... and the block after it")
 	rng := m.Reg("pf_inside", 1, big.NewInt(0), in1, in.ctx, "the engine's QP's next WQE starts inside its entry's window (held or not)")
 	ctxNext := m.WireOf("pf_pop_next", in.ctxNext, "the block the popped QP's next WQE starts at")
-	offSel := selBits(m.WireOf("pf_pop_off3", Bits(ctxNext, CB-1, 0), "its block slot"), 0, CB)
-	off2Sel := selBits(m.WireOf("pf_pop_off3_next", Bits(next1, CB-1, 0), ""), 0, CB)
+	offSel := selBits(m.WireOf("pf_pop_off", Bits(ctxNext, CB-1, 0), "its block slot"), 0, CB)
+	off2Sel := selBits(m.WireOf("pf_pop_off_next", Bits(next1, CB-1, 0), ""), 0, CB)
 	data := m.WireOf("pf_pop_blocks", Cat(muxTree(off2Sel, slotRd), muxTree(offSel, slotRd)), "the entry's blocks of the popped QP's next WQE, the first in bits 511:0")
 	// A QP popped again before its read ahead has landed (a few QPs busy:
 	// their turns come round faster than a DMA read) is told so, and
@@ -316,7 +331,7 @@ func cardTxPrefetch(m *Module, in txPrefetchIn) txPrefetch {
 	for _, x := range []struct {
 		s      *Signal
 		hi, lo int
-	}{{ahead, 15, 4}, {free1, 3, 3}, {extN1, 4, 3}, {landSq, 15, 3}, {ctxNext, 15, 3}, {curKey, KW - 1, 16 + 2*CB}, {k2, CB, CB}} {
+	}{{ahead, 15, CB + 1}, {free1, CB, CB}, {extN1, CB + 1, CB}, {landSq, 15, CB}, {ctxNext, 15, CB}, {curKey, KW - 1, 16 + 2*CB}, {k2, CB, CB}} {
 		unused = append(unused, Bits(x.s, x.hi, x.lo))
 	}
 	m.WireOf("pf_unused", RedOr(Cat(unused...)), "bits the prefetch does not use")

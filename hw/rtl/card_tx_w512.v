@@ -17,7 +17,7 @@
 // one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
 // QP popped while its next WQE's read ahead is still coming goes back to the
 // scheduler until it lands); the first payload read of a gathered Send or
-// Write read ahead into one of 4 slots of 4 KiB as soon as its WQE's block is
+// Write read ahead into one of 8 slots of 4 KiB as soon as its WQE's block is
 // (its lkey looked up first), and taken for the gather's first request when
 // the WQE starts if the slot's QP, SQ index, host address and length match;
 // WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
@@ -998,24 +998,26 @@ module card_tx_w512 (
     wire           pf_q_push;                // a read ahead is queued
     wire [9:0]     pf_q_in_slot;             // its entry
     wire [15:0]    pf_q_in_next;             // its first block (unmasked SQ index)
-    wire [2:0]     pf_q_in_cnt;              // its blocks - 1
-    wire [24:0]    pf_q_in_key;              // the entry's key once it lands
+    wire [3:0]     pf_q_in_cnt;              // its blocks - 1
+    wire [27:0]    pf_q_in_key;              // the entry's key once it lands
     wire           pf_q_in_fresh;            // it starts at a WQE
-    reg  [24:0]    pf_tag_rd;                // read data of pf_tag
-    reg  [24:0]    pf_cur_key;               // the engine's QP's entry's key, read with its context
+    reg  [27:0]    pf_tag_rd;                // read data of pf_tag
+    reg  [27:0]    pf_cur_key;               // the engine's QP's entry's key, read with its context
     wire           pf_cur_live;              // the engine's QP's entry holds blocks, or has them on the way
     wire           pf_next_in;               // the entry holds (or will) the next WQE's first block
     wire [15:0]    pf_cur_end;
-    wire [15:0]    pf_cur_ahead;             // blocks of the window from the next WQE on (1..8)
-    wire [3:0]     pf_cur_free;              // block slots the engine has passed
-    wire           pf_ext_ok;                // the window can grow by half an entry or more
+    wire [15:0]    pf_cur_ahead;             // blocks of the window from the next WQE on (1..NB)
+    wire [4:0]     pf_cur_free;              // block slots the engine has passed
+    wire           pf_busy;                  // many read aheads are in flight: windows grow later
+    wire [4:0]     pf_ext_at;                // block slots behind the next WQE from which the window grows
+    wire           pf_ext_ok;                // the window can grow
     wire           pf_load;                  // a read ahead of the engine's QP is queued
     wire           pf_load_ext;              // ... extending its window
-    wire [3:0]     pf_cur_free_m1;
+    wire [4:0]     pf_cur_free_m1;
     wire [15:0]    pf_posted_m1;             // blocks posted from the first on, - 1
     wire [15:0]    pf_to_end_m1;             // blocks to the ring's end, - 1
     wire [15:0]    pf_lim_m1;
-    wire [2:0]     pf_cnt_m1;                // blocks to read - 1
+    wire [3:0]     pf_cnt_m1;                // blocks to read - 1
     wire [9:0]     pf_db_slot;               // a QP's entry: its number
     wire [9:0]     pf_db_qp;
     wire [1023:0]  pf_db_1h;
@@ -1023,10 +1025,10 @@ module card_tx_w512 (
     wire [15:0]    pf_db_posted_m1;          // blocks posted from the first on, - 1
     wire [15:0]    pf_db_to_end_m1;          // blocks to the ring's end, - 1
     wire [15:0]    pf_db_lim_m1;
-    wire [2:0]     pf_db_cnt_m1;             // blocks to read - 1
+    wire [3:0]     pf_db_cnt_m1;             // blocks to read - 1
     wire [15:0]    pf_q_in_end;
-    wire [4:0]     pf_ext_n_m1;              // the window after the extension, - 1: the blocks from the next WQE on and the read's
-    wire [3:0]     pf_ext_k2_m1;             // with a read in flight: the blocks of both - 1
+    wire [5:0]     pf_ext_n_m1;              // the window after the extension, - 1: the blocks from the next WQE on and the read's
+    wire [4:0]     pf_ext_k2_m1;             // with a read in flight: the blocks of both - 1
     wire [57:0]    pf_q_in_base;
     wire [15:0]    pf_q_in_mask;
     wire [4:0]     pf_q_wr_qp;
@@ -1037,228 +1039,228 @@ module card_tx_w512 (
     reg  [15:0]    pf_q0_key;                // ... unmasked
     reg            pf_q0_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q0_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q0_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q0_cnt;                // its blocks - 1
     wire           pf_q1_w;
     reg  [9:0]     pf_q1_slot;               // the read ahead's entry
     reg  [15:0]    pf_q1_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q1_key;                // ... unmasked
     reg            pf_q1_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q1_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q1_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q1_cnt;                // its blocks - 1
     wire           pf_q2_w;
     reg  [9:0]     pf_q2_slot;               // the read ahead's entry
     reg  [15:0]    pf_q2_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q2_key;                // ... unmasked
     reg            pf_q2_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q2_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q2_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q2_cnt;                // its blocks - 1
     wire           pf_q3_w;
     reg  [9:0]     pf_q3_slot;               // the read ahead's entry
     reg  [15:0]    pf_q3_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q3_key;                // ... unmasked
     reg            pf_q3_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q3_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q3_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q3_cnt;                // its blocks - 1
     wire           pf_q4_w;
     reg  [9:0]     pf_q4_slot;               // the read ahead's entry
     reg  [15:0]    pf_q4_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q4_key;                // ... unmasked
     reg            pf_q4_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q4_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q4_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q4_cnt;                // its blocks - 1
     wire           pf_q5_w;
     reg  [9:0]     pf_q5_slot;               // the read ahead's entry
     reg  [15:0]    pf_q5_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q5_key;                // ... unmasked
     reg            pf_q5_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q5_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q5_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q5_cnt;                // its blocks - 1
     wire           pf_q6_w;
     reg  [9:0]     pf_q6_slot;               // the read ahead's entry
     reg  [15:0]    pf_q6_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q6_key;                // ... unmasked
     reg            pf_q6_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q6_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q6_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q6_cnt;                // its blocks - 1
     wire           pf_q7_w;
     reg  [9:0]     pf_q7_slot;               // the read ahead's entry
     reg  [15:0]    pf_q7_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q7_key;                // ... unmasked
     reg            pf_q7_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q7_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q7_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q7_cnt;                // its blocks - 1
     wire           pf_q8_w;
     reg  [9:0]     pf_q8_slot;               // the read ahead's entry
     reg  [15:0]    pf_q8_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q8_key;                // ... unmasked
     reg            pf_q8_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q8_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q8_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q8_cnt;                // its blocks - 1
     wire           pf_q9_w;
     reg  [9:0]     pf_q9_slot;               // the read ahead's entry
     reg  [15:0]    pf_q9_idx;                // its first SQ block (masked)
     reg  [15:0]    pf_q9_key;                // ... unmasked
     reg            pf_q9_fresh;              // it starts at a WQE
     reg  [57:0]    pf_q9_base;               // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q9_cnt;                // its blocks - 1
+    reg  [3:0]     pf_q9_cnt;                // its blocks - 1
     wire           pf_q10_w;
     reg  [9:0]     pf_q10_slot;              // the read ahead's entry
     reg  [15:0]    pf_q10_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q10_key;               // ... unmasked
     reg            pf_q10_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q10_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q10_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q10_cnt;               // its blocks - 1
     wire           pf_q11_w;
     reg  [9:0]     pf_q11_slot;              // the read ahead's entry
     reg  [15:0]    pf_q11_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q11_key;               // ... unmasked
     reg            pf_q11_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q11_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q11_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q11_cnt;               // its blocks - 1
     wire           pf_q12_w;
     reg  [9:0]     pf_q12_slot;              // the read ahead's entry
     reg  [15:0]    pf_q12_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q12_key;               // ... unmasked
     reg            pf_q12_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q12_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q12_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q12_cnt;               // its blocks - 1
     wire           pf_q13_w;
     reg  [9:0]     pf_q13_slot;              // the read ahead's entry
     reg  [15:0]    pf_q13_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q13_key;               // ... unmasked
     reg            pf_q13_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q13_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q13_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q13_cnt;               // its blocks - 1
     wire           pf_q14_w;
     reg  [9:0]     pf_q14_slot;              // the read ahead's entry
     reg  [15:0]    pf_q14_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q14_key;               // ... unmasked
     reg            pf_q14_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q14_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q14_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q14_cnt;               // its blocks - 1
     wire           pf_q15_w;
     reg  [9:0]     pf_q15_slot;              // the read ahead's entry
     reg  [15:0]    pf_q15_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q15_key;               // ... unmasked
     reg            pf_q15_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q15_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q15_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q15_cnt;               // its blocks - 1
     wire           pf_q16_w;
     reg  [9:0]     pf_q16_slot;              // the read ahead's entry
     reg  [15:0]    pf_q16_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q16_key;               // ... unmasked
     reg            pf_q16_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q16_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q16_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q16_cnt;               // its blocks - 1
     wire           pf_q17_w;
     reg  [9:0]     pf_q17_slot;              // the read ahead's entry
     reg  [15:0]    pf_q17_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q17_key;               // ... unmasked
     reg            pf_q17_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q17_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q17_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q17_cnt;               // its blocks - 1
     wire           pf_q18_w;
     reg  [9:0]     pf_q18_slot;              // the read ahead's entry
     reg  [15:0]    pf_q18_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q18_key;               // ... unmasked
     reg            pf_q18_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q18_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q18_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q18_cnt;               // its blocks - 1
     wire           pf_q19_w;
     reg  [9:0]     pf_q19_slot;              // the read ahead's entry
     reg  [15:0]    pf_q19_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q19_key;               // ... unmasked
     reg            pf_q19_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q19_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q19_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q19_cnt;               // its blocks - 1
     wire           pf_q20_w;
     reg  [9:0]     pf_q20_slot;              // the read ahead's entry
     reg  [15:0]    pf_q20_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q20_key;               // ... unmasked
     reg            pf_q20_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q20_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q20_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q20_cnt;               // its blocks - 1
     wire           pf_q21_w;
     reg  [9:0]     pf_q21_slot;              // the read ahead's entry
     reg  [15:0]    pf_q21_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q21_key;               // ... unmasked
     reg            pf_q21_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q21_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q21_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q21_cnt;               // its blocks - 1
     wire           pf_q22_w;
     reg  [9:0]     pf_q22_slot;              // the read ahead's entry
     reg  [15:0]    pf_q22_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q22_key;               // ... unmasked
     reg            pf_q22_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q22_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q22_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q22_cnt;               // its blocks - 1
     wire           pf_q23_w;
     reg  [9:0]     pf_q23_slot;              // the read ahead's entry
     reg  [15:0]    pf_q23_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q23_key;               // ... unmasked
     reg            pf_q23_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q23_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q23_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q23_cnt;               // its blocks - 1
     wire           pf_q24_w;
     reg  [9:0]     pf_q24_slot;              // the read ahead's entry
     reg  [15:0]    pf_q24_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q24_key;               // ... unmasked
     reg            pf_q24_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q24_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q24_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q24_cnt;               // its blocks - 1
     wire           pf_q25_w;
     reg  [9:0]     pf_q25_slot;              // the read ahead's entry
     reg  [15:0]    pf_q25_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q25_key;               // ... unmasked
     reg            pf_q25_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q25_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q25_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q25_cnt;               // its blocks - 1
     wire           pf_q26_w;
     reg  [9:0]     pf_q26_slot;              // the read ahead's entry
     reg  [15:0]    pf_q26_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q26_key;               // ... unmasked
     reg            pf_q26_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q26_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q26_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q26_cnt;               // its blocks - 1
     wire           pf_q27_w;
     reg  [9:0]     pf_q27_slot;              // the read ahead's entry
     reg  [15:0]    pf_q27_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q27_key;               // ... unmasked
     reg            pf_q27_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q27_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q27_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q27_cnt;               // its blocks - 1
     wire           pf_q28_w;
     reg  [9:0]     pf_q28_slot;              // the read ahead's entry
     reg  [15:0]    pf_q28_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q28_key;               // ... unmasked
     reg            pf_q28_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q28_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q28_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q28_cnt;               // its blocks - 1
     wire           pf_q29_w;
     reg  [9:0]     pf_q29_slot;              // the read ahead's entry
     reg  [15:0]    pf_q29_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q29_key;               // ... unmasked
     reg            pf_q29_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q29_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q29_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q29_cnt;               // its blocks - 1
     wire           pf_q30_w;
     reg  [9:0]     pf_q30_slot;              // the read ahead's entry
     reg  [15:0]    pf_q30_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q30_key;               // ... unmasked
     reg            pf_q30_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q30_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q30_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q30_cnt;               // its blocks - 1
     wire           pf_q31_w;
     reg  [9:0]     pf_q31_slot;              // the read ahead's entry
     reg  [15:0]    pf_q31_idx;               // its first SQ block (masked)
     reg  [15:0]    pf_q31_key;               // ... unmasked
     reg            pf_q31_fresh;             // it starts at a WQE
     reg  [57:0]    pf_q31_base;              // its SQ's base, bits 63:6
-    reg  [2:0]     pf_q31_cnt;               // its blocks - 1
+    reg  [3:0]     pf_q31_cnt;               // its blocks - 1
     wire [9:0]     pf_req_slot;              // the head read ahead's entry
     wire [15:0]    pf_req_idx;
     wire [57:0]    pf_req_base;
-    wire [2:0]     pf_req_cnt;
+    wire [3:0]     pf_req_cnt;
     wire [15:0]    pf_req_key;
     wire           pf_req_fresh;
     wire           pf_beat;                  // dma_rd's beat is a read ahead's
@@ -1268,14 +1270,14 @@ module card_tx_w512 (
     reg  [26:0]    pf_flight_rd;             // read data of pf_flight
     wire [9:0]     pf_land_entry;
     wire [15:0]    pf_land_idx;
-    reg  [2:0]     pf_land_beat;             // beats of the landing read ahead taken
-    wire [2:0]     pf_land_blk;              // the block the beat belongs to, in its read ahead
+    reg  [3:0]     pf_land_beat;             // beats of the landing read ahead taken
+    wire [3:0]     pf_land_blk;              // the block the beat belongs to, in its read ahead
     wire           pf_land_blk_done;         // the beat completes a block
     wire [511:0]   pf_land_blk_data;         // that block
     wire           pf_land_ok;               // the blocks are whole
     wire [15:0]    pf_land_sq;               // the block's SQ index
-    wire [2:0]     pf_land_slot_qp;
-    wire [7:0]     pf_land_slot_1h;
+    wire [3:0]     pf_land_slot_qp;
+    wire [15:0]    pf_land_slot_1h;
     reg  [511:0]   pf_data0_rd;              // read data of pf_data0
     reg  [511:0]   pf_data1_rd;              // read data of pf_data1
     reg  [511:0]   pf_data2_rd;              // read data of pf_data2
@@ -1284,6 +1286,14 @@ module card_tx_w512 (
     reg  [511:0]   pf_data5_rd;              // read data of pf_data5
     reg  [511:0]   pf_data6_rd;              // read data of pf_data6
     reg  [511:0]   pf_data7_rd;              // read data of pf_data7
+    reg  [511:0]   pf_data8_rd;              // read data of pf_data8
+    reg  [511:0]   pf_data9_rd;              // read data of pf_data9
+    reg  [511:0]   pf_data10_rd;             // read data of pf_data10
+    reg  [511:0]   pf_data11_rd;             // read data of pf_data11
+    reg  [511:0]   pf_data12_rd;             // read data of pf_data12
+    reg  [511:0]   pf_data13_rd;             // read data of pf_data13
+    reg  [511:0]   pf_data14_rd;             // read data of pf_data14
+    reg  [511:0]   pf_data15_rd;             // read data of pf_data15
     wire [9:0]     pf_landing_qp;
     wire [1023:0]  pf_landing_1h;
     wire [1023:0]  pf_fresh_1h;              // a fresh read replaces the entry's window
@@ -1301,8 +1311,8 @@ module card_tx_w512 (
     reg            pf_hit_two;               // ... and the block after it
     reg            pf_inside;                // the engine's QP's next WQE starts inside its entry's window (held or not)
     wire [15:0]    pf_pop_next;              // the block the popped QP's next WQE starts at
-    wire [2:0]     pf_pop_off3;              // its block slot
-    wire [2:0]     pf_pop_off3_next;
+    wire [3:0]     pf_pop_off;               // its block slot
+    wire [3:0]     pf_pop_off_next;
     wire [1023:0]  pf_pop_blocks;            // the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     reg            pf_pop_pending;           // the popped QP's entry has a wanted read ahead queued or in flight
     reg            pf_pend;                  // the engine's QP's next WQE's first block is being read ahead
@@ -1314,7 +1324,7 @@ module card_tx_w512 (
     wire           pa_grant;                 // dma_rd takes a payload slot's read
     reg            pa_p1_done;               // stage 1: a block landed last cycle
     reg            pa_p1_ok;
-    reg  [2:0]     pa_p1_off;
+    reg  [3:0]     pa_p1_off;
     reg  [31:0]    pa_p1_hdr;
     reg  [127:0]   pa_p1_sge0;
     reg  [9:0]     pa_p1_qp;
@@ -1346,7 +1356,7 @@ module card_tx_w512 (
     reg  [31:0]    pa_pd_rd;                 // read data of pa_pd
     wire           pa_cq_pop;                // the head candidate is looked up or dropped
     wire           pa_cq_push;               // a candidate is queued (one that finds the queue full is dropped)
-    reg  [2:0]     pa_cq_count;              // entries held in pa_cq
+    reg  [4:0]     pa_cq_count;              // entries held in pa_cq
     reg  [9:0]     pa_cq0_qp;
     reg  [15:0]    pa_cq0_idx;
     reg  [63:0]    pa_cq0_addr;
@@ -1371,11 +1381,95 @@ module card_tx_w512 (
     reg  [31:0]    pa_cq3_len;
     reg  [31:0]    pa_cq3_lkey;
     reg  [31:0]    pa_cq3_pd;
-    wire [2:0]     pa_cq_wpos;               // where a pushed entry goes
+    reg  [9:0]     pa_cq4_qp;
+    reg  [15:0]    pa_cq4_idx;
+    reg  [63:0]    pa_cq4_addr;
+    reg  [31:0]    pa_cq4_len;
+    reg  [31:0]    pa_cq4_lkey;
+    reg  [31:0]    pa_cq4_pd;
+    reg  [9:0]     pa_cq5_qp;
+    reg  [15:0]    pa_cq5_idx;
+    reg  [63:0]    pa_cq5_addr;
+    reg  [31:0]    pa_cq5_len;
+    reg  [31:0]    pa_cq5_lkey;
+    reg  [31:0]    pa_cq5_pd;
+    reg  [9:0]     pa_cq6_qp;
+    reg  [15:0]    pa_cq6_idx;
+    reg  [63:0]    pa_cq6_addr;
+    reg  [31:0]    pa_cq6_len;
+    reg  [31:0]    pa_cq6_lkey;
+    reg  [31:0]    pa_cq6_pd;
+    reg  [9:0]     pa_cq7_qp;
+    reg  [15:0]    pa_cq7_idx;
+    reg  [63:0]    pa_cq7_addr;
+    reg  [31:0]    pa_cq7_len;
+    reg  [31:0]    pa_cq7_lkey;
+    reg  [31:0]    pa_cq7_pd;
+    reg  [9:0]     pa_cq8_qp;
+    reg  [15:0]    pa_cq8_idx;
+    reg  [63:0]    pa_cq8_addr;
+    reg  [31:0]    pa_cq8_len;
+    reg  [31:0]    pa_cq8_lkey;
+    reg  [31:0]    pa_cq8_pd;
+    reg  [9:0]     pa_cq9_qp;
+    reg  [15:0]    pa_cq9_idx;
+    reg  [63:0]    pa_cq9_addr;
+    reg  [31:0]    pa_cq9_len;
+    reg  [31:0]    pa_cq9_lkey;
+    reg  [31:0]    pa_cq9_pd;
+    reg  [9:0]     pa_cq10_qp;
+    reg  [15:0]    pa_cq10_idx;
+    reg  [63:0]    pa_cq10_addr;
+    reg  [31:0]    pa_cq10_len;
+    reg  [31:0]    pa_cq10_lkey;
+    reg  [31:0]    pa_cq10_pd;
+    reg  [9:0]     pa_cq11_qp;
+    reg  [15:0]    pa_cq11_idx;
+    reg  [63:0]    pa_cq11_addr;
+    reg  [31:0]    pa_cq11_len;
+    reg  [31:0]    pa_cq11_lkey;
+    reg  [31:0]    pa_cq11_pd;
+    reg  [9:0]     pa_cq12_qp;
+    reg  [15:0]    pa_cq12_idx;
+    reg  [63:0]    pa_cq12_addr;
+    reg  [31:0]    pa_cq12_len;
+    reg  [31:0]    pa_cq12_lkey;
+    reg  [31:0]    pa_cq12_pd;
+    reg  [9:0]     pa_cq13_qp;
+    reg  [15:0]    pa_cq13_idx;
+    reg  [63:0]    pa_cq13_addr;
+    reg  [31:0]    pa_cq13_len;
+    reg  [31:0]    pa_cq13_lkey;
+    reg  [31:0]    pa_cq13_pd;
+    reg  [9:0]     pa_cq14_qp;
+    reg  [15:0]    pa_cq14_idx;
+    reg  [63:0]    pa_cq14_addr;
+    reg  [31:0]    pa_cq14_len;
+    reg  [31:0]    pa_cq14_lkey;
+    reg  [31:0]    pa_cq14_pd;
+    reg  [9:0]     pa_cq15_qp;
+    reg  [15:0]    pa_cq15_idx;
+    reg  [63:0]    pa_cq15_addr;
+    reg  [31:0]    pa_cq15_len;
+    reg  [31:0]    pa_cq15_lkey;
+    reg  [31:0]    pa_cq15_pd;
+    wire [4:0]     pa_cq_wpos;               // where a pushed entry goes
     wire           pa_cq0_push;
     wire           pa_cq1_push;
     wire           pa_cq2_push;
     wire           pa_cq3_push;
+    wire           pa_cq4_push;
+    wire           pa_cq5_push;
+    wire           pa_cq6_push;
+    wire           pa_cq7_push;
+    wire           pa_cq8_push;
+    wire           pa_cq9_push;
+    wire           pa_cq10_push;
+    wire           pa_cq11_push;
+    wire           pa_cq12_push;
+    wire           pa_cq13_push;
+    wire           pa_cq14_push;
+    wire           pa_cq15_push;
     wire           pa_cq_v;                  // a candidate waits
     reg            pa_s0_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s0_inflight;           // its read is in dma_rd
@@ -1409,15 +1503,47 @@ module card_tx_w512 (
     reg  [15:0]    pa_s3_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s3_addr;               // host address read
     reg  [12:0]    pa_s3_n;                  // bytes read (1..4096)
+    reg            pa_s4_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s4_inflight;           // its read is in dma_rd
+    reg            pa_s4_landed;             // its read landed
+    reg            pa_s4_bad;                // ... with an error response
+    reg  [9:0]     pa_s4_qp;                 // key: QP
+    reg  [15:0]    pa_s4_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s4_addr;               // host address read
+    reg  [12:0]    pa_s4_n;                  // bytes read (1..4096)
+    reg            pa_s5_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s5_inflight;           // its read is in dma_rd
+    reg            pa_s5_landed;             // its read landed
+    reg            pa_s5_bad;                // ... with an error response
+    reg  [9:0]     pa_s5_qp;                 // key: QP
+    reg  [15:0]    pa_s5_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s5_addr;               // host address read
+    reg  [12:0]    pa_s5_n;                  // bytes read (1..4096)
+    reg            pa_s6_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s6_inflight;           // its read is in dma_rd
+    reg            pa_s6_landed;             // its read landed
+    reg            pa_s6_bad;                // ... with an error response
+    reg  [9:0]     pa_s6_qp;                 // key: QP
+    reg  [15:0]    pa_s6_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s6_addr;               // host address read
+    reg  [12:0]    pa_s6_n;                  // bytes read (1..4096)
+    reg            pa_s7_alloc;              // the slot is keyed (its lookup, read or data is the key's)
+    reg            pa_s7_inflight;           // its read is in dma_rd
+    reg            pa_s7_landed;             // its read landed
+    reg            pa_s7_bad;                // ... with an error response
+    reg  [9:0]     pa_s7_qp;                 // key: QP
+    reg  [15:0]    pa_s7_idx;                // key: SQ index of the WQE
+    reg  [63:0]    pa_s7_addr;               // host address read
+    reg  [12:0]    pa_s7_n;                  // bytes read (1..4096)
     reg            pa_src;                   // the packer's input is the slot in use
-    reg  [1:0]     pa_use_slot;
-    wire [1:0]     pa_use_qp;
-    wire [3:0]     pa_use_1h;
+    reg  [2:0]     pa_use_slot;
+    wire [2:0]     pa_use_qp;
+    wire [7:0]     pa_use_1h;
     reg  [1:0]     pa_state;                 // 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
-    reg  [1:0]     pa_slot;                  // the slot being filled
+    reg  [2:0]     pa_slot;                  // the slot being filled
     wire           pa_dup;                   // the head candidate's key has a slot
     wire           pa_any_free;
-    wire [1:0]     pa_free_sel;              // the lowest free slot
+    wire [2:0]     pa_free_sel;              // the lowest free slot
     wire           pa_idle;
     wire           pa_chk_v;                 // a lookup for the head candidate
     wire           pa_look_go;
@@ -1425,37 +1551,45 @@ module card_tx_w512 (
     wire           pa_verdict_ok;
     wire [12:0]    pa_pg_left;               // bytes to the page's end
     wire [12:0]    pa_rd_n;                  // the first request's bytes, as the gather issues it
-    wire [1:0]     pa_cur_qp;
-    wire [3:0]     pa_cur_1h;
+    wire [2:0]     pa_cur_qp;
+    wire [7:0]     pa_cur_1h;
     wire           pa_cur_alloc;             // the slot being filled is still keyed
     wire           pa_rd_ask;
     wire           pa_rd_go;
     wire [15:0]    pa_rd_len;                // length minus one
     wire           pa_beat;                  // dma_rd's beat is a slot's
     wire           pa_land_last;
-    reg  [2:0]     pa_flight_count;          // entries held in pa_flight
-    reg  [1:0]     pa_flight0_slot;
-    reg  [1:0]     pa_flight1_slot;
-    reg  [1:0]     pa_flight2_slot;
-    reg  [1:0]     pa_flight3_slot;
-    wire [2:0]     pa_flight_wpos;           // where a pushed entry goes
+    reg  [3:0]     pa_flight_count;          // entries held in pa_flight
+    reg  [2:0]     pa_flight0_slot;
+    reg  [2:0]     pa_flight1_slot;
+    reg  [2:0]     pa_flight2_slot;
+    reg  [2:0]     pa_flight3_slot;
+    reg  [2:0]     pa_flight4_slot;
+    reg  [2:0]     pa_flight5_slot;
+    reg  [2:0]     pa_flight6_slot;
+    reg  [2:0]     pa_flight7_slot;
+    wire [3:0]     pa_flight_wpos;           // where a pushed entry goes
     wire           pa_flight0_push;
     wire           pa_flight1_push;
     wire           pa_flight2_push;
     wire           pa_flight3_push;
+    wire           pa_flight4_push;
+    wire           pa_flight5_push;
+    wire           pa_flight6_push;
+    wire           pa_flight7_push;
     reg  [5:0]     pa_land_beat;             // beats of the landing read taken
     reg            pa_land_err;              // a beat of the landing read had an error response
     wire           pa_land_bad;
-    wire [1:0]     pa_land_qp;
-    wire [3:0]     pa_land_1h;
+    wire [2:0]     pa_land_qp;
+    wire [7:0]     pa_land_1h;
     wire           pa_hit_any;               // a slot holds the request
     wire           pa_hit;                   // the first request is in a slot landed whole
     wire           pa_wait;                  // the first request is in a slot still landing
-    wire [1:0]     pa_hit_sel;
+    wire [2:0]     pa_hit_sel;
     wire           pa_first_go;              // the message's first request goes
     wire           pa_hit_go;                // ... from a slot
-    wire [1:0]     pa_hit_qp;
-    wire [3:0]     pa_hit_1h;
+    wire [2:0]     pa_hit_qp;
+    wire [7:0]     pa_hit_1h;
     reg  [5:0]     pa_ptr;                   // its beat at the memory's output
     reg            pa_primed;                // the memory's output holds beat pa_ptr
     wire [12:0]    pa_use_n;                 // its bytes - 1
@@ -1477,6 +1611,18 @@ module card_tx_w512 (
     wire           pa_s3_new;                // the slot is keyed for the head candidate
     wire [15:0]    pa_s3_behind;             // the engine's WQE past the key's: 1..32767
     wire           pa_s3_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s4_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s4_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s4_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s5_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s5_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s5_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s6_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s6_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s6_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    wire           pa_s7_new;                // the slot is keyed for the head candidate
+    wire [15:0]    pa_s7_behind;             // the engine's WQE past the key's: 1..32767
+    wire           pa_s7_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -2115,19 +2261,27 @@ module card_tx_w512 (
     reg  [127:0] g_sge_b1 [0:7];             // SGE store: SGE 1 of each word
     reg  [127:0] g_sge_b2 [0:7];             // SGE store: SGE 2 of each word
     reg  [127:0] g_sge_b3 [0:7];             // SGE store: SGE 3 of each word
-    reg  [24:0] pf_tag [0:1023];             // per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
+    reg  [27:0] pf_tag [0:1023];             // per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
     reg  [26:0] pf_flight [0:127];           // the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
-    reg  [511:0] pf_data0 [0:1023];          // per entry: its SQ block 8i + 0 read ahead
-    reg  [511:0] pf_data1 [0:1023];          // per entry: its SQ block 8i + 1 read ahead
-    reg  [511:0] pf_data2 [0:1023];          // per entry: its SQ block 8i + 2 read ahead
-    reg  [511:0] pf_data3 [0:1023];          // per entry: its SQ block 8i + 3 read ahead
-    reg  [511:0] pf_data4 [0:1023];          // per entry: its SQ block 8i + 4 read ahead
-    reg  [511:0] pf_data5 [0:1023];          // per entry: its SQ block 8i + 5 read ahead
-    reg  [511:0] pf_data6 [0:1023];          // per entry: its SQ block 8i + 6 read ahead
-    reg  [511:0] pf_data7 [0:1023];          // per entry: its SQ block 8i + 7 read ahead
+    reg  [511:0] pf_data0 [0:1023];          // per entry: its SQ block 16i + 0 read ahead
+    reg  [511:0] pf_data1 [0:1023];          // per entry: its SQ block 16i + 1 read ahead
+    reg  [511:0] pf_data2 [0:1023];          // per entry: its SQ block 16i + 2 read ahead
+    reg  [511:0] pf_data3 [0:1023];          // per entry: its SQ block 16i + 3 read ahead
+    reg  [511:0] pf_data4 [0:1023];          // per entry: its SQ block 16i + 4 read ahead
+    reg  [511:0] pf_data5 [0:1023];          // per entry: its SQ block 16i + 5 read ahead
+    reg  [511:0] pf_data6 [0:1023];          // per entry: its SQ block 16i + 6 read ahead
+    reg  [511:0] pf_data7 [0:1023];          // per entry: its SQ block 16i + 7 read ahead
+    reg  [511:0] pf_data8 [0:1023];          // per entry: its SQ block 16i + 8 read ahead
+    reg  [511:0] pf_data9 [0:1023];          // per entry: its SQ block 16i + 9 read ahead
+    reg  [511:0] pf_data10 [0:1023];         // per entry: its SQ block 16i + 10 read ahead
+    reg  [511:0] pf_data11 [0:1023];         // per entry: its SQ block 16i + 11 read ahead
+    reg  [511:0] pf_data12 [0:1023];         // per entry: its SQ block 16i + 12 read ahead
+    reg  [511:0] pf_data13 [0:1023];         // per entry: its SQ block 16i + 13 read ahead
+    reg  [511:0] pf_data14 [0:1023];         // per entry: its SQ block 16i + 14 read ahead
+    reg  [511:0] pf_data15 [0:1023];         // per entry: its SQ block 16i + 15 read ahead
     reg  [3:0] pa_parse [0:1023];            // per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)
     reg  [31:0] pa_pd [0:1023];              // per QP: its PD, for the lookups of its candidates
-    reg  [511:0] pa_data [0:255];            // the slots' bytes: 64 beats each
+    reg  [511:0] pa_data [0:511];            // the slots' bytes: 64 beats each
     reg  [105:0] wr_info [0:63];             // per ring write in flight: {QP, its FPDU's stream offset, address}
 
     assign in_state0 = eng_state == 5'h00;
@@ -2805,18 +2959,20 @@ module card_tx_w512 (
     assign pf_cur_inflight2 = pf_inflight2[pf_cur_slot];
     assign pf_pop_slot = sched_rd;
     assign pf_cur_live = pf_valid[pf_cur_slot] | (pf_cur_inflight & pf_want[pf_cur_slot]);
-    assign pf_next_in = pf_cur_live & ~({13'h0000, pf_cur_key[18:16]} < ((pf_cur_key[15:0] - pf_next) - 16'h0001));
+    assign pf_next_in = pf_cur_live & ~({12'h000, pf_cur_key[19:16]} < ((pf_cur_key[15:0] - pf_next) - 16'h0001));
     assign pf_cur_end = pf_cur_key[15:0];
     assign pf_cur_ahead = pf_cur_end - pf_next;
-    assign pf_cur_free = 4'h8 - pf_cur_ahead[3:0];
-    assign pf_ext_ok = ((pf_next_in & ~(pf_cur_free < 4'h4)) & (cur_sq_pi != pf_cur_end)) & ~pf_cur_inflight2;
+    assign pf_cur_free = 5'h10 - pf_cur_ahead[4:0];
+    assign pf_busy = ~(pf_flight_used < 9'h008);
+    assign pf_ext_at = pf_busy ? 5'h0c : 5'h04;
+    assign pf_ext_ok = ((pf_next_in & ~(pf_cur_free < pf_ext_at)) & (cur_sq_pi != pf_cur_end)) & ~pf_cur_inflight2;
     assign pf_load = (pf_load_go & pf_flight_room) & (pf_next_in ? pf_ext_ok : ~pf_cur_inflight);
     assign pf_load_ext = pf_load & pf_next_in;
-    assign pf_cur_free_m1 = pf_cur_free - 4'h1;
+    assign pf_cur_free_m1 = pf_cur_free - 5'h01;
     assign pf_posted_m1 = (cur_sq_pi - (pf_next_in ? pf_cur_end : pf_next)) - 16'h0001;
     assign pf_to_end_m1 = sq_mask - ((pf_next_in ? pf_cur_end : pf_next) & sq_mask);
     assign pf_lim_m1 = (pf_posted_m1 < pf_to_end_m1) ? pf_posted_m1 : pf_to_end_m1;
-    assign pf_cnt_m1 = (pf_lim_m1 < {13'h0000, pf_next_in ? pf_cur_free_m1[2:0] : 3'h7}) ? pf_lim_m1[2:0] : (pf_next_in ? pf_cur_free_m1[2:0] : 3'h7);
+    assign pf_cnt_m1 = (pf_lim_m1 < {12'h000, pf_next_in ? pf_cur_free_m1[3:0] : 4'h7}) ? pf_lim_m1[3:0] : (pf_next_in ? pf_cur_free_m1[3:0] : 4'h7);
     assign pf_db_slot = db_qp;
     assign pf_db_qp = pf_db_slot;
     assign pf_db_1h = {{1023{1'b0}}, 1'b1} << pf_db_qp;
@@ -2824,18 +2980,18 @@ module card_tx_w512 (
     assign pf_db_posted_m1 = (db_new_pi - db_old_pi) - 16'h0001;
     assign pf_db_to_end_m1 = db_sq_mask - (db_old_pi & db_sq_mask);
     assign pf_db_lim_m1 = (pf_db_posted_m1 < pf_db_to_end_m1) ? pf_db_posted_m1 : pf_db_to_end_m1;
-    assign pf_db_cnt_m1 = (pf_db_lim_m1 < {13'h0000, 3'h1}) ? pf_db_lim_m1[2:0] : 3'h1;
+    assign pf_db_cnt_m1 = (pf_db_lim_m1 < {12'h000, 4'h1}) ? pf_db_lim_m1[3:0] : 4'h1;
     assign pf_q_push = pf_load | pf_db_load;
     assign pf_q_in_slot = pf_load ? pf_cur_slot : pf_db_slot;
     assign pf_q_in_next = pf_load ? (pf_load_ext ? pf_cur_end : pf_next) : db_old_pi;
     assign pf_q_in_cnt = pf_load ? pf_cnt_m1 : pf_db_cnt_m1;
-    assign pf_q_in_end = (pf_q_in_next + {13'h0000, pf_q_in_cnt}) + 16'h0001;
-    assign pf_ext_n_m1 = {1'h0, pf_cur_ahead[3:0]} + {2'h0, pf_cnt_m1};
-    assign pf_ext_k2_m1 = ({1'h0, pf_q_in_cnt} + {1'h0, pf_cur_key[21:19]}) + 4'h1;
+    assign pf_q_in_end = (pf_q_in_next + {12'h000, pf_q_in_cnt}) + 16'h0001;
+    assign pf_ext_n_m1 = {1'h0, pf_cur_ahead[4:0]} + {2'h0, pf_cnt_m1};
+    assign pf_ext_k2_m1 = ({1'h0, pf_q_in_cnt} + {1'h0, pf_cur_key[23:20]}) + 5'h01;
     assign pf_q_in_key = {
-        (pf_load_ext & pf_cur_inflight) ? pf_ext_k2_m1[2:0] : pf_q_in_cnt,
+        (pf_load_ext & pf_cur_inflight) ? pf_ext_k2_m1[3:0] : pf_q_in_cnt,
         pf_q_in_cnt,
-        pf_load_ext ? pf_ext_n_m1[2:0] : pf_q_in_cnt,
+        pf_load_ext ? pf_ext_n_m1[3:0] : pf_q_in_cnt,
         pf_q_in_end
     };
     assign pf_q_in_fresh = ~pf_load_ext;
@@ -2890,9 +3046,9 @@ module card_tx_w512 (
     assign pf_land_blk_done = pf_beat;
     assign pf_land_blk_data = rd_tdata;
     assign pf_land_ok = (pf_land & ~pf_land_err) & ~rd_terr;
-    assign pf_land_sq = pf_land_idx + {13'h0000, pf_land_blk};
-    assign pf_land_slot_qp = pf_land_sq[2:0];
-    assign pf_land_slot_1h = {{7{1'b0}}, 1'b1} << pf_land_slot_qp;
+    assign pf_land_sq = pf_land_idx + {12'h000, pf_land_blk};
+    assign pf_land_slot_qp = pf_land_sq[3:0];
+    assign pf_land_slot_1h = {{15{1'b0}}, 1'b1} << pf_land_slot_qp;
     assign pf_landing_qp = pf_land_entry;
     assign pf_landing_1h = {{1023{1'b0}}, 1'b1} << pf_landing_qp;
     assign pf_fresh_1h = (pf_cur_1h & {1024{(pf_load & ~pf_load_ext)}}) | (pf_db_1h & {1024{pf_db_load}});
@@ -2902,17 +3058,22 @@ module card_tx_w512 (
     assign pf_created_qp = pf_create_slot;
     assign pf_created_1h = {{1023{1'b0}}, 1'b1} << pf_created_qp;
     assign pf_pop_next1 = ctx_next_ld + 16'h0001;
-    assign pf_pop_inside = ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001));
+    assign pf_pop_inside = ~({12'h000, pf_tag_rd[19:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001));
     assign pf_pop_next = ctx_next_ld;
-    assign pf_pop_off3 = pf_pop_next[2:0];
-    assign pf_pop_off3_next = pf_pop_next1[2:0];
+    assign pf_pop_off = pf_pop_next[3:0];
+    assign pf_pop_off_next = pf_pop_next1[3:0];
     assign pf_pop_blocks = {
-        pf_pop_off3_next[2] ? (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off3_next[0] ?
-            pf_data5_rd : pf_data4_rd)) : (pf_pop_off3_next[1] ? (pf_pop_off3_next[0] ? pf_data3_rd : pf_data2_rd) :
-            (pf_pop_off3_next[0] ? pf_data1_rd : pf_data0_rd)),
-        pf_pop_off3[2] ? (pf_pop_off3[1] ? (pf_pop_off3[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off3[0] ? pf_data5_rd :
-            pf_data4_rd)) : (pf_pop_off3[1] ? (pf_pop_off3[0] ? pf_data3_rd : pf_data2_rd) : (pf_pop_off3[0] ? pf_data1_rd :
-            pf_data0_rd))
+        pf_pop_off_next[3] ? (pf_pop_off_next[2] ? (pf_pop_off_next[1] ? (pf_pop_off_next[0] ? pf_data15_rd : pf_data14_rd) :
+            (pf_pop_off_next[0] ? pf_data13_rd : pf_data12_rd)) : (pf_pop_off_next[1] ? (pf_pop_off_next[0] ? pf_data11_rd :
+            pf_data10_rd) : (pf_pop_off_next[0] ? pf_data9_rd : pf_data8_rd))) : (pf_pop_off_next[2] ? (pf_pop_off_next[1] ?
+            (pf_pop_off_next[0] ? pf_data7_rd : pf_data6_rd) : (pf_pop_off_next[0] ? pf_data5_rd : pf_data4_rd)) :
+            (pf_pop_off_next[1] ? (pf_pop_off_next[0] ? pf_data3_rd : pf_data2_rd) : (pf_pop_off_next[0] ? pf_data1_rd :
+            pf_data0_rd))),
+        pf_pop_off[3] ? (pf_pop_off[2] ? (pf_pop_off[1] ? (pf_pop_off[0] ? pf_data15_rd : pf_data14_rd) : (pf_pop_off[0] ?
+            pf_data13_rd : pf_data12_rd)) : (pf_pop_off[1] ? (pf_pop_off[0] ? pf_data11_rd : pf_data10_rd) : (pf_pop_off[0] ?
+            pf_data9_rd : pf_data8_rd))) : (pf_pop_off[2] ? (pf_pop_off[1] ? (pf_pop_off[0] ? pf_data7_rd : pf_data6_rd) :
+            (pf_pop_off[0] ? pf_data5_rd : pf_data4_rd)) : (pf_pop_off[1] ? (pf_pop_off[0] ? pf_data3_rd : pf_data2_rd) :
+            (pf_pop_off[0] ? pf_data1_rd : pf_data0_rd)))
     };
     assign pf_clear_1h = (pf_cur_1h & {1024{(wqe_go & ~pf_inside)}}) | (pf_created_1h & {1024{cmd_create}});
     assign pf_land_bad_1h = pf_land_1h & {1024{~pf_land_ok}};
@@ -2920,13 +3081,13 @@ module card_tx_w512 (
     assign pf_unused = |{
         rd_ttag[0],
         |rd_ttag[7:2],
-        pf_cur_ahead[15:4],
-        pf_cur_free_m1[3],
-        pf_ext_n_m1[4:3],
-        pf_land_sq[15:3],
-        pf_pop_next[15:3],
-        pf_cur_key[24:22],
-        pf_ext_k2_m1[3]
+        pf_cur_ahead[15:5],
+        pf_cur_free_m1[4],
+        pf_ext_n_m1[5:4],
+        pf_land_sq[15:4],
+        pf_pop_next[15:4],
+        pf_cur_key[27:24],
+        pf_ext_k2_m1[4]
     };
     assign pf_use_hit = pf_hit;
     assign pf_use_pend = pf_pend;
@@ -2935,39 +3096,59 @@ module card_tx_w512 (
     assign rd_eng_req = rd_wqe_valid | (g_req_v & ~g_req_slot);
     assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
     assign pa_parse_wr = pa_p1_done & pa_p1_last;
-    assign pa_parse_rd_go = pf_land_blk_done & (pf_land_blk == 3'h0);
+    assign pa_parse_rd_go = pf_land_blk_done & (pf_land_blk == 4'h0);
     assign pa_parse_rec = pa_parse_byp ? pa_parse_byp_v : pa_parse_rd;
     assign pa_blk_bbs = pa_p1_hdr[19:16];
     assign pa_blk_first_start = pa_p1_fresh ? 5'h00 : ((pa_parse_rec == 4'hf) ? 5'h1f : {1'h0, pa_parse_rec});
-    assign pa_parse_cur = ({2'h0, pa_p1_off} == 5'h00) ? pa_blk_first_start : pa_parse_next;
-    assign pa_blk_start = pa_p1_done & ({2'h0, pa_p1_off} == pa_parse_cur);
+    assign pa_parse_cur = ({1'h0, pa_p1_off} == 5'h00) ? pa_blk_first_start : pa_parse_next;
+    assign pa_blk_start = pa_p1_done & ({1'h0, pa_p1_off} == pa_parse_cur);
     assign pa_blk_bbs_ok = |pa_blk_bbs & ~(4'h8 < pa_blk_bbs);
-    assign pa_parse_after = pa_blk_start ? (pa_blk_bbs_ok ? ({2'h0, pa_p1_off} + {1'h0, pa_blk_bbs}) : 5'h1f) : pa_parse_cur;
-    assign pa_parse_rel = (pa_parse_after - {2'h0, pa_p1_off}) - 5'h01;
+    assign pa_parse_after = pa_blk_start ? (pa_blk_bbs_ok ? ({1'h0, pa_p1_off} + {1'h0, pa_blk_bbs}) : 5'h1f) : pa_parse_cur;
+    assign pa_parse_rel = (pa_parse_after - {1'h0, pa_p1_off}) - 5'h01;
     assign pa_parse_left = (pa_parse_after == 5'h1f) ? 4'hf : pa_parse_rel[3:0];
     assign pa_cand = (((pa_blk_start & pa_p1_ok) & pa_blk_bbs_ok) & (((((pa_p1_hdr[7:0] == 8'h00) | (pa_p1_hdr[7:0] == 8'h01)) | (pa_p1_hdr[7:0] == 8'h02)) & ~pa_p1_hdr[11]) & |pa_p1_hdr[28:24])) & |pa_p1_sge0[95:64];
-    assign pa_cq_wpos = pa_cq_count - {2'h0, pa_cq_pop};
-    assign pa_cq0_push = pa_cq_push & (pa_cq_wpos == 3'h0);
-    assign pa_cq1_push = pa_cq_push & (pa_cq_wpos == 3'h1);
-    assign pa_cq2_push = pa_cq_push & (pa_cq_wpos == 3'h2);
-    assign pa_cq3_push = pa_cq_push & (pa_cq_wpos == 3'h3);
-    assign pa_cq_push = pa_cand_v & (pa_cq_count < 3'h4);
+    assign pa_cq_wpos = pa_cq_count - {4'h0, pa_cq_pop};
+    assign pa_cq0_push = pa_cq_push & (pa_cq_wpos == 5'h00);
+    assign pa_cq1_push = pa_cq_push & (pa_cq_wpos == 5'h01);
+    assign pa_cq2_push = pa_cq_push & (pa_cq_wpos == 5'h02);
+    assign pa_cq3_push = pa_cq_push & (pa_cq_wpos == 5'h03);
+    assign pa_cq4_push = pa_cq_push & (pa_cq_wpos == 5'h04);
+    assign pa_cq5_push = pa_cq_push & (pa_cq_wpos == 5'h05);
+    assign pa_cq6_push = pa_cq_push & (pa_cq_wpos == 5'h06);
+    assign pa_cq7_push = pa_cq_push & (pa_cq_wpos == 5'h07);
+    assign pa_cq8_push = pa_cq_push & (pa_cq_wpos == 5'h08);
+    assign pa_cq9_push = pa_cq_push & (pa_cq_wpos == 5'h09);
+    assign pa_cq10_push = pa_cq_push & (pa_cq_wpos == 5'h0a);
+    assign pa_cq11_push = pa_cq_push & (pa_cq_wpos == 5'h0b);
+    assign pa_cq12_push = pa_cq_push & (pa_cq_wpos == 5'h0c);
+    assign pa_cq13_push = pa_cq_push & (pa_cq_wpos == 5'h0d);
+    assign pa_cq14_push = pa_cq_push & (pa_cq_wpos == 5'h0e);
+    assign pa_cq15_push = pa_cq_push & (pa_cq_wpos == 5'h0f);
+    assign pa_cq_push = pa_cand_v & (pa_cq_count < 5'h10);
     assign pa_cq_v = |pa_cq_count;
     assign pa_use_qp = pa_use_slot;
-    assign pa_use_1h = {{3{1'b0}}, 1'b1} << pa_use_qp;
+    assign pa_use_1h = {{7{1'b0}}, 1'b1} << pa_use_qp;
     assign pa_dup = |{
         (pa_s0_alloc & (pa_s0_qp == pa_cq0_qp)) & (pa_s0_idx == pa_cq0_idx),
         (pa_s1_alloc & (pa_s1_qp == pa_cq0_qp)) & (pa_s1_idx == pa_cq0_idx),
         (pa_s2_alloc & (pa_s2_qp == pa_cq0_qp)) & (pa_s2_idx == pa_cq0_idx),
-        (pa_s3_alloc & (pa_s3_qp == pa_cq0_qp)) & (pa_s3_idx == pa_cq0_idx)
+        (pa_s3_alloc & (pa_s3_qp == pa_cq0_qp)) & (pa_s3_idx == pa_cq0_idx),
+        (pa_s4_alloc & (pa_s4_qp == pa_cq0_qp)) & (pa_s4_idx == pa_cq0_idx),
+        (pa_s5_alloc & (pa_s5_qp == pa_cq0_qp)) & (pa_s5_idx == pa_cq0_idx),
+        (pa_s6_alloc & (pa_s6_qp == pa_cq0_qp)) & (pa_s6_idx == pa_cq0_idx),
+        (pa_s7_alloc & (pa_s7_qp == pa_cq0_qp)) & (pa_s7_idx == pa_cq0_idx)
     };
     assign pa_any_free = |{
         (~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0]),
         (~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1]),
         (~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2]),
-        (~pa_s3_alloc & ~pa_s3_inflight) & ~(pa_src & pa_use_1h[3])
+        (~pa_s3_alloc & ~pa_s3_inflight) & ~(pa_src & pa_use_1h[3]),
+        (~pa_s4_alloc & ~pa_s4_inflight) & ~(pa_src & pa_use_1h[4]),
+        (~pa_s5_alloc & ~pa_s5_inflight) & ~(pa_src & pa_use_1h[5]),
+        (~pa_s6_alloc & ~pa_s6_inflight) & ~(pa_src & pa_use_1h[6]),
+        (~pa_s7_alloc & ~pa_s7_inflight) & ~(pa_src & pa_use_1h[7])
     };
-    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0])) ? 2'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1])) ? 2'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2])) ? 2'h2 : 2'h3));
+    assign pa_free_sel = ((~pa_s0_alloc & ~pa_s0_inflight) & ~(pa_src & pa_use_1h[0])) ? 3'h0 : (((~pa_s1_alloc & ~pa_s1_inflight) & ~(pa_src & pa_use_1h[1])) ? 3'h1 : (((~pa_s2_alloc & ~pa_s2_inflight) & ~(pa_src & pa_use_1h[2])) ? 3'h2 : (((~pa_s3_alloc & ~pa_s3_inflight) & ~(pa_src & pa_use_1h[3])) ? 3'h3 : (((~pa_s4_alloc & ~pa_s4_inflight) & ~(pa_src & pa_use_1h[4])) ? 3'h4 : (((~pa_s5_alloc & ~pa_s5_inflight) & ~(pa_src & pa_use_1h[5])) ? 3'h5 : (((~pa_s6_alloc & ~pa_s6_inflight) & ~(pa_src & pa_use_1h[6])) ? 3'h6 : 3'h7))))));
     assign pa_idle = pa_state == 2'h0;
     assign pa_chk_v = (((pa_idle & pa_cq_v) & ~pa_dup) & pa_any_free) & ~(ck_req | g_look);
     assign pa_look_go = pa_chk_v & m_chk_ready;
@@ -2977,26 +3158,38 @@ module card_tx_w512 (
     assign pa_pg_left = 13'h1000 - {1'h0, s_chk_addr[11:0]};
     assign pa_rd_n = (s_chk_run < {19'h00000, pa_pg_left}) ? s_chk_run[12:0] : pa_pg_left;
     assign pa_cur_qp = pa_slot;
-    assign pa_cur_1h = {{3{1'b0}}, 1'b1} << pa_cur_qp;
+    assign pa_cur_1h = {{7{1'b0}}, 1'b1} << pa_cur_qp;
     assign pa_cur_alloc = |{
         pa_cur_1h[0] & pa_s0_alloc,
         pa_cur_1h[1] & pa_s1_alloc,
         pa_cur_1h[2] & pa_s2_alloc,
-        pa_cur_1h[3] & pa_s3_alloc
+        pa_cur_1h[3] & pa_s3_alloc,
+        pa_cur_1h[4] & pa_s4_alloc,
+        pa_cur_1h[5] & pa_s5_alloc,
+        pa_cur_1h[6] & pa_s6_alloc,
+        pa_cur_1h[7] & pa_s7_alloc
     };
     assign pa_rd_ask = (pa_state == 2'h2) & pa_cur_alloc;
     assign pa_rd_go = pa_rd_ask & pa_grant;
-    assign pa_rd_len = {3'h0, pa_slot[1] ? (pa_slot[0] ? pa_s3_n : pa_s2_n) : (pa_slot[0] ? pa_s1_n : pa_s0_n)} - 16'h0001;
+    assign pa_rd_len = {
+        3'h0,
+        pa_slot[2] ? (pa_slot[1] ? (pa_slot[0] ? pa_s7_n : pa_s6_n) : (pa_slot[0] ? pa_s5_n : pa_s4_n)) : (pa_slot[1] ?
+            (pa_slot[0] ? pa_s3_n : pa_s2_n) : (pa_slot[0] ? pa_s1_n : pa_s0_n))
+    } - 16'h0001;
     assign pa_beat = rd_tvalid_all & rd_ttag[2];
     assign pa_land_last = pa_beat & rd_tlast;
-    assign pa_flight_wpos = pa_flight_count - {2'h0, pa_land_last};
-    assign pa_flight0_push = pa_rd_go & (pa_flight_wpos == 3'h0);
-    assign pa_flight1_push = pa_rd_go & (pa_flight_wpos == 3'h1);
-    assign pa_flight2_push = pa_rd_go & (pa_flight_wpos == 3'h2);
-    assign pa_flight3_push = pa_rd_go & (pa_flight_wpos == 3'h3);
+    assign pa_flight_wpos = pa_flight_count - {3'h0, pa_land_last};
+    assign pa_flight0_push = pa_rd_go & (pa_flight_wpos == 4'h0);
+    assign pa_flight1_push = pa_rd_go & (pa_flight_wpos == 4'h1);
+    assign pa_flight2_push = pa_rd_go & (pa_flight_wpos == 4'h2);
+    assign pa_flight3_push = pa_rd_go & (pa_flight_wpos == 4'h3);
+    assign pa_flight4_push = pa_rd_go & (pa_flight_wpos == 4'h4);
+    assign pa_flight5_push = pa_rd_go & (pa_flight_wpos == 4'h5);
+    assign pa_flight6_push = pa_rd_go & (pa_flight_wpos == 4'h6);
+    assign pa_flight7_push = pa_rd_go & (pa_flight_wpos == 4'h7);
     assign pa_land_bad = (pa_land_err | rd_terr) | rd_berr;
     assign pa_land_qp = pa_flight0_slot;
-    assign pa_land_1h = {{3{1'b0}}, 1'b1} << pa_land_qp;
+    assign pa_land_1h = {{7{1'b0}}, 1'b1} << pa_land_qp;
     assign pa_hit_any = |{
         ((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
             == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad,
@@ -3005,7 +3198,15 @@ module card_tx_w512 (
         ((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
             == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad,
         ((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
-            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad,
+        ((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr
+            == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_landed) & ~pa_s4_bad,
+        ((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr
+            == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_landed) & ~pa_s5_bad,
+        ((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr
+            == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_landed) & ~pa_s6_bad,
+        ((((((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_inflight | pa_s7_landed)) & (pa_s7_addr
+            == g_addr)) & ({4'h0, pa_s7_n} == g_req_n)) & pa_s7_landed) & ~pa_s7_bad
     };
     assign pa_hit = (g_req_first & ~rsp_mode) & pa_hit_any;
     assign pa_wait = (g_req_first & ~rsp_mode) & |{
@@ -3016,14 +3217,22 @@ module card_tx_w512 (
         (((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
             == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_inflight,
         (((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
-            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_inflight
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_inflight,
+        (((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr
+            == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_inflight,
+        (((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr
+            == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_inflight,
+        (((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr
+            == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_inflight,
+        (((((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_inflight | pa_s7_landed)) & (pa_s7_addr
+            == g_addr)) & ({4'h0, pa_s7_n} == g_req_n)) & pa_s7_inflight
     };
-    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad) ? 2'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad) ? 2'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad) ? 2'h2 : 2'h3));
+    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7))))));
     assign pa_first_go = (g_req_first & ~rsp_mode) & g_req_go;
     assign pa_hit_go = pa_first_go & pa_hit_any;
     assign pa_hit_qp = pa_hit_sel;
-    assign pa_hit_1h = {{3{1'b0}}, 1'b1} << pa_hit_qp;
-    assign pa_use_n = (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s3_n : pa_s2_n) : (pa_use_slot[0] ? pa_s1_n : pa_s0_n)) - 13'h0001;
+    assign pa_hit_1h = {{7{1'b0}}, 1'b1} << pa_hit_qp;
+    assign pa_use_n = (pa_use_slot[2] ? (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s7_n : pa_s6_n) : (pa_use_slot[0] ? pa_s5_n : pa_s4_n)) : (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s3_n : pa_s2_n) : (pa_use_slot[0] ? pa_s1_n : pa_s0_n))) - 13'h0001;
     assign pa_last = pa_ptr == pa_use_n[11:6];
     assign pa_take = pa_src & (pk_take & pa_g_src);
     assign pa_use_end = pa_take & pa_last;
@@ -3094,18 +3303,30 @@ module card_tx_w512 (
         7'h01 < pa_keep_last_n,
         7'h00 < pa_keep_last_n
     };
-    assign pa_s0_new = pa_look_go & (pa_free_sel == 2'h0);
+    assign pa_s0_new = pa_look_go & (pa_free_sel == 3'h0);
     assign pa_s0_behind = cur_sq_next - pa_s0_idx;
     assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
-    assign pa_s1_new = pa_look_go & (pa_free_sel == 2'h1);
+    assign pa_s1_new = pa_look_go & (pa_free_sel == 3'h1);
     assign pa_s1_behind = cur_sq_next - pa_s1_idx;
     assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
-    assign pa_s2_new = pa_look_go & (pa_free_sel == 2'h2);
+    assign pa_s2_new = pa_look_go & (pa_free_sel == 3'h2);
     assign pa_s2_behind = cur_sq_next - pa_s2_idx;
     assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
-    assign pa_s3_new = pa_look_go & (pa_free_sel == 2'h3);
+    assign pa_s3_new = pa_look_go & (pa_free_sel == 3'h3);
     assign pa_s3_behind = cur_sq_next - pa_s3_idx;
     assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_s4_new = pa_look_go & (pa_free_sel == 3'h4);
+    assign pa_s4_behind = cur_sq_next - pa_s4_idx;
+    assign pa_s4_drop = ~(pa_src & pa_use_1h[4]) & ((((cmd_go & (pa_s4_qp == cmd_num)) | (((wqe_go & (pa_s4_qp == cur_qp)) & |pa_s4_behind) & ~pa_s4_behind[15])) | ((pa_first_go & ((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[4]))) | ((pa_verdict & pa_cur_1h[4]) & ~pa_verdict_ok));
+    assign pa_s5_new = pa_look_go & (pa_free_sel == 3'h5);
+    assign pa_s5_behind = cur_sq_next - pa_s5_idx;
+    assign pa_s5_drop = ~(pa_src & pa_use_1h[5]) & ((((cmd_go & (pa_s5_qp == cmd_num)) | (((wqe_go & (pa_s5_qp == cur_qp)) & |pa_s5_behind) & ~pa_s5_behind[15])) | ((pa_first_go & ((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[5]))) | ((pa_verdict & pa_cur_1h[5]) & ~pa_verdict_ok));
+    assign pa_s6_new = pa_look_go & (pa_free_sel == 3'h6);
+    assign pa_s6_behind = cur_sq_next - pa_s6_idx;
+    assign pa_s6_drop = ~(pa_src & pa_use_1h[6]) & ((((cmd_go & (pa_s6_qp == cmd_num)) | (((wqe_go & (pa_s6_qp == cur_qp)) & |pa_s6_behind) & ~pa_s6_behind[15])) | ((pa_first_go & ((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[6]))) | ((pa_verdict & pa_cur_1h[6]) & ~pa_verdict_ok));
+    assign pa_s7_new = pa_look_go & (pa_free_sel == 3'h7);
+    assign pa_s7_behind = cur_sq_next - pa_s7_idx;
+    assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -3115,8 +3336,8 @@ module card_tx_w512 (
     assign pa_grant = ((pa_rd_ask & ~rd_eng_req) & ~pf_req_v) & rd_req_ready;
     assign rd_tvalid = (rd_tvalid_all & ~pf_beat) & ~pa_beat;
     assign rd_req_valid = (rd_eng_req | pf_req_v) | pa_rd_ask;
-    assign rd_req_addr = (g_req_v & ~g_req_slot) ? g_addr : (rd_wqe_valid ? rd_wqe_addr : (pf_req_v ? pf_req_addr : (pa_slot[1] ? (pa_slot[0] ? pa_s3_addr : pa_s2_addr) : (pa_slot[0] ? pa_s1_addr : pa_s0_addr))));
-    assign rd_req_len = (g_req_v & ~g_req_slot) ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_v ? {7'h00, pf_req_cnt, 6'h3f} : pa_rd_len));
+    assign rd_req_addr = (g_req_v & ~g_req_slot) ? g_addr : (rd_wqe_valid ? rd_wqe_addr : (pf_req_v ? pf_req_addr : (pa_slot[2] ? (pa_slot[1] ? (pa_slot[0] ? pa_s7_addr : pa_s6_addr) : (pa_slot[0] ? pa_s5_addr : pa_s4_addr)) : (pa_slot[1] ? (pa_slot[0] ? pa_s3_addr : pa_s2_addr) : (pa_slot[0] ? pa_s1_addr : pa_s0_addr)))));
+    assign rd_req_len = (g_req_v & ~g_req_slot) ? g_rd_len[15:0] : (rd_wqe_valid ? rd_wqe_len : (pf_req_v ? {6'h00, pf_req_cnt, 6'h3f} : pa_rd_len));
     assign rd_req_tag = (g_req_v & ~g_req_slot) ? 8'h01 : (rd_wqe_valid ? 8'h00 : (pf_req_v ? 8'h02 : 8'h04));
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
@@ -6072,9 +6293,9 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pf_land_beat <= 3'h0;
+            pf_land_beat <= 4'h0;
         end else if (pf_beat) begin
-            pf_land_beat <= pf_land ? 3'h0 : (pf_land_beat + 3'h1);
+            pf_land_beat <= pf_land ? 4'h0 : (pf_land_beat + 4'h1);
         end
     end
 
@@ -6106,7 +6327,7 @@ module card_tx_w512 (
         if (rst) begin
             pf_hit <= 1'h0;
         end else if (ctx_load) begin
-            pf_hit <= (pf_pop_valid & ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
+            pf_hit <= (pf_pop_valid & ~({12'h000, pf_tag_rd[19:16]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({12'h000, pf_tag_rd[27:24]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({12'h000, pf_tag_rd[23:20]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
         end
     end
 
@@ -6114,7 +6335,7 @@ module card_tx_w512 (
         if (rst) begin
             pf_hit_two <= 1'h0;
         end else if (ctx_load) begin
-            pf_hit_two <= (pf_pop_valid & ~({13'h0000, pf_tag_rd[18:16]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))));
+            pf_hit_two <= (pf_pop_valid & ~({12'h000, pf_tag_rd[19:16]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))) & ~(pf_pop_inflight2 ? ~({12'h000, pf_tag_rd[27:24]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001)) : (pf_pop_inflight & ~({12'h000, pf_tag_rd[23:20]} < ((pf_tag_rd[15:0] - pf_pop_next1) - 16'h0001))));
         end
     end
 
@@ -6138,7 +6359,7 @@ module card_tx_w512 (
         if (rst) begin
             pf_pend <= 1'h0;
         end else if (ctx_load) begin
-            pf_pend <= pf_pop_pending & (pf_pop_inflight2 ? ~({13'h0000, pf_tag_rd[24:22]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({13'h0000, pf_tag_rd[21:19]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
+            pf_pend <= pf_pop_pending & (pf_pop_inflight2 ? ~({12'h000, pf_tag_rd[27:24]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001)) : (pf_pop_inflight & ~({12'h000, pf_tag_rd[23:20]} < ((pf_tag_rd[15:0] - ctx_next_ld) - 16'h0001))));
         end
     end
 
@@ -6250,7 +6471,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_cand) begin
-            pa_cand_idx <= pa_p1_idx + {13'h0000, pa_p1_off};
+            pa_cand_idx <= pa_p1_idx + {12'h000, pa_p1_off};
         end
     end
 
@@ -6274,106 +6495,394 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_cq_count <= 3'h0;
+            pa_cq_count <= 5'h00;
         end else begin
-            pa_cq_count <= pa_cq_wpos + {2'h0, pa_cq_push};
+            pa_cq_count <= pa_cq_wpos + {4'h0, pa_cq_push};
         end
     end
 
     always @(posedge clk) begin
-        pa_cq0_qp <= pa_cq0_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_qp : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_qp : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_qp : pa_cq0_qp)));
+        pa_cq0_qp <= pa_cq0_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_qp : pa_cq0_qp)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq0_idx <= pa_cq0_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_idx : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_idx : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_idx : pa_cq0_idx)));
+        pa_cq0_idx <= pa_cq0_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_idx : pa_cq0_idx)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq0_addr <= pa_cq0_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_addr : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_addr : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_addr : pa_cq0_addr)));
+        pa_cq0_addr <= pa_cq0_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_addr : pa_cq0_addr)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq0_len <= pa_cq0_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_len : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_len : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_len : pa_cq0_len)));
+        pa_cq0_len <= pa_cq0_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_len : pa_cq0_len)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq0_lkey <= pa_cq0_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_lkey : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_lkey : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_lkey : pa_cq0_lkey)));
+        pa_cq0_lkey <= pa_cq0_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_lkey : pa_cq0_lkey)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq0_pd <= pa_cq0_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq1_pd : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq2_pd : (({2'h0, pa_cq_pop} == 3'h3) ? pa_cq3_pd : pa_cq0_pd)));
+        pa_cq0_pd <= pa_cq0_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq1_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq2_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq3_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq4_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq5_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0f) ? pa_cq15_pd : pa_cq0_pd)))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_qp <= pa_cq1_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_qp : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_qp : pa_cq1_qp));
+        pa_cq1_qp <= pa_cq1_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_qp : pa_cq1_qp))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_idx <= pa_cq1_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_idx : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_idx : pa_cq1_idx));
+        pa_cq1_idx <= pa_cq1_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_idx : pa_cq1_idx))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_addr <= pa_cq1_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_addr : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_addr : pa_cq1_addr));
+        pa_cq1_addr <= pa_cq1_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_addr : pa_cq1_addr))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_len <= pa_cq1_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_len : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_len : pa_cq1_len));
+        pa_cq1_len <= pa_cq1_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_len : pa_cq1_len))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_lkey <= pa_cq1_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_lkey : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_lkey : pa_cq1_lkey));
+        pa_cq1_lkey <= pa_cq1_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_lkey : pa_cq1_lkey))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq1_pd <= pa_cq1_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq2_pd : (({2'h0, pa_cq_pop} == 3'h2) ? pa_cq3_pd : pa_cq1_pd));
+        pa_cq1_pd <= pa_cq1_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq2_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq3_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq4_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq5_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0e) ? pa_cq15_pd : pa_cq1_pd))))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_qp <= pa_cq2_push ? pa_cand_qp : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_qp : pa_cq2_qp);
+        pa_cq2_qp <= pa_cq2_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_qp : pa_cq2_qp)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_idx <= pa_cq2_push ? pa_cand_idx : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_idx : pa_cq2_idx);
+        pa_cq2_idx <= pa_cq2_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_idx : pa_cq2_idx)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_addr <= pa_cq2_push ? pa_cand_addr : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_addr : pa_cq2_addr);
+        pa_cq2_addr <= pa_cq2_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_addr : pa_cq2_addr)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_len <= pa_cq2_push ? pa_cand_len : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_len : pa_cq2_len);
+        pa_cq2_len <= pa_cq2_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_len : pa_cq2_len)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_lkey <= pa_cq2_push ? pa_cand_lkey : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_lkey : pa_cq2_lkey);
+        pa_cq2_lkey <= pa_cq2_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_lkey : pa_cq2_lkey)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq2_pd <= pa_cq2_push ? pa_pd_rd : (({2'h0, pa_cq_pop} == 3'h1) ? pa_cq3_pd : pa_cq2_pd);
+        pa_cq2_pd <= pa_cq2_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq3_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq4_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq5_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0d) ? pa_cq15_pd : pa_cq2_pd)))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_qp <= pa_cq3_push ? pa_cand_qp : pa_cq3_qp;
+        pa_cq3_qp <= pa_cq3_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_qp : pa_cq3_qp))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_idx <= pa_cq3_push ? pa_cand_idx : pa_cq3_idx;
+        pa_cq3_idx <= pa_cq3_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_idx : pa_cq3_idx))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_addr <= pa_cq3_push ? pa_cand_addr : pa_cq3_addr;
+        pa_cq3_addr <= pa_cq3_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_addr : pa_cq3_addr))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_len <= pa_cq3_push ? pa_cand_len : pa_cq3_len;
+        pa_cq3_len <= pa_cq3_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_len : pa_cq3_len))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_lkey <= pa_cq3_push ? pa_cand_lkey : pa_cq3_lkey;
+        pa_cq3_lkey <= pa_cq3_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_lkey : pa_cq3_lkey))))))))))));
     end
 
     always @(posedge clk) begin
-        pa_cq3_pd <= pa_cq3_push ? pa_pd_rd : pa_cq3_pd;
+        pa_cq3_pd <= pa_cq3_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq4_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq5_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0c) ? pa_cq15_pd : pa_cq3_pd))))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_qp <= pa_cq4_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_qp : pa_cq4_qp)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_idx <= pa_cq4_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_idx : pa_cq4_idx)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_addr <= pa_cq4_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_addr : pa_cq4_addr)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_len <= pa_cq4_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_len : pa_cq4_len)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_lkey <= pa_cq4_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_lkey : pa_cq4_lkey)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq4_pd <= pa_cq4_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq5_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0b) ? pa_cq15_pd : pa_cq4_pd)))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_qp <= pa_cq5_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_qp : pa_cq5_qp))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_idx <= pa_cq5_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_idx : pa_cq5_idx))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_addr <= pa_cq5_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_addr : pa_cq5_addr))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_len <= pa_cq5_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_len : pa_cq5_len))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_lkey <= pa_cq5_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_lkey : pa_cq5_lkey))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq5_pd <= pa_cq5_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq6_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h0a) ? pa_cq15_pd : pa_cq5_pd))))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_qp <= pa_cq6_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_qp : pa_cq6_qp)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_idx <= pa_cq6_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_idx : pa_cq6_idx)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_addr <= pa_cq6_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_addr : pa_cq6_addr)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_len <= pa_cq6_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_len : pa_cq6_len)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_lkey <= pa_cq6_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_lkey : pa_cq6_lkey)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq6_pd <= pa_cq6_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq7_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h09) ? pa_cq15_pd : pa_cq6_pd)))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_qp <= pa_cq7_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_qp : pa_cq7_qp))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_idx <= pa_cq7_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_idx : pa_cq7_idx))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_addr <= pa_cq7_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_addr : pa_cq7_addr))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_len <= pa_cq7_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_len : pa_cq7_len))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_lkey <= pa_cq7_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_lkey : pa_cq7_lkey))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq7_pd <= pa_cq7_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq8_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h08) ? pa_cq15_pd : pa_cq7_pd))))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_qp <= pa_cq8_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_qp : pa_cq8_qp)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_idx <= pa_cq8_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_idx : pa_cq8_idx)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_addr <= pa_cq8_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_addr : pa_cq8_addr)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_len <= pa_cq8_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_len : pa_cq8_len)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_lkey <= pa_cq8_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_lkey : pa_cq8_lkey)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq8_pd <= pa_cq8_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq9_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h07) ? pa_cq15_pd : pa_cq8_pd)))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_qp <= pa_cq9_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_qp : pa_cq9_qp))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_idx <= pa_cq9_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_idx : pa_cq9_idx))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_addr <= pa_cq9_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_addr : pa_cq9_addr))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_len <= pa_cq9_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_len : pa_cq9_len))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_lkey <= pa_cq9_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_lkey : pa_cq9_lkey))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq9_pd <= pa_cq9_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq10_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h06) ? pa_cq15_pd : pa_cq9_pd))))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_qp <= pa_cq10_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_qp : pa_cq10_qp)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_idx <= pa_cq10_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_idx : pa_cq10_idx)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_addr <= pa_cq10_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_addr : pa_cq10_addr)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_len <= pa_cq10_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_len : pa_cq10_len)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_lkey <= pa_cq10_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_lkey : pa_cq10_lkey)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq10_pd <= pa_cq10_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq11_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h05) ? pa_cq15_pd : pa_cq10_pd)))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_qp <= pa_cq11_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_qp : pa_cq11_qp))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_idx <= pa_cq11_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_idx : pa_cq11_idx))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_addr <= pa_cq11_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_addr : pa_cq11_addr))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_len <= pa_cq11_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_len : pa_cq11_len))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_lkey <= pa_cq11_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_lkey : pa_cq11_lkey))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq11_pd <= pa_cq11_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq12_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h04) ? pa_cq15_pd : pa_cq11_pd))));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_qp <= pa_cq12_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_qp : pa_cq12_qp)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_idx <= pa_cq12_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_idx : pa_cq12_idx)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_addr <= pa_cq12_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_addr : pa_cq12_addr)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_len <= pa_cq12_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_len : pa_cq12_len)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_lkey <= pa_cq12_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_lkey : pa_cq12_lkey)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq12_pd <= pa_cq12_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq13_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h03) ? pa_cq15_pd : pa_cq12_pd)));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_qp <= pa_cq13_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_qp : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_qp : pa_cq13_qp));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_idx <= pa_cq13_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_idx : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_idx : pa_cq13_idx));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_addr <= pa_cq13_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_addr : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_addr : pa_cq13_addr));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_len <= pa_cq13_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_len : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_len : pa_cq13_len));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_lkey <= pa_cq13_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_lkey : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_lkey : pa_cq13_lkey));
+    end
+
+    always @(posedge clk) begin
+        pa_cq13_pd <= pa_cq13_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq14_pd : (({4'h0, pa_cq_pop} == 5'h02) ? pa_cq15_pd : pa_cq13_pd));
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_qp <= pa_cq14_push ? pa_cand_qp : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_qp : pa_cq14_qp);
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_idx <= pa_cq14_push ? pa_cand_idx : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_idx : pa_cq14_idx);
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_addr <= pa_cq14_push ? pa_cand_addr : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_addr : pa_cq14_addr);
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_len <= pa_cq14_push ? pa_cand_len : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_len : pa_cq14_len);
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_lkey <= pa_cq14_push ? pa_cand_lkey : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_lkey : pa_cq14_lkey);
+    end
+
+    always @(posedge clk) begin
+        pa_cq14_pd <= pa_cq14_push ? pa_pd_rd : (({4'h0, pa_cq_pop} == 5'h01) ? pa_cq15_pd : pa_cq14_pd);
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_qp <= pa_cq15_push ? pa_cand_qp : pa_cq15_qp;
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_idx <= pa_cq15_push ? pa_cand_idx : pa_cq15_idx;
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_addr <= pa_cq15_push ? pa_cand_addr : pa_cq15_addr;
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_len <= pa_cq15_push ? pa_cand_len : pa_cq15_len;
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_lkey <= pa_cq15_push ? pa_cand_lkey : pa_cq15_lkey;
+    end
+
+    always @(posedge clk) begin
+        pa_cq15_pd <= pa_cq15_push ? pa_pd_rd : pa_cq15_pd;
     end
 
     always @(posedge clk) begin
@@ -6392,26 +6901,42 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            pa_flight_count <= 3'h0;
+            pa_flight_count <= 4'h0;
         end else begin
-            pa_flight_count <= pa_flight_wpos + {2'h0, pa_rd_go};
+            pa_flight_count <= pa_flight_wpos + {3'h0, pa_rd_go};
         end
     end
 
     always @(posedge clk) begin
-        pa_flight0_slot <= pa_flight0_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight1_slot : (({2'h0, pa_land_last} == 3'h2) ? pa_flight2_slot : (({2'h0, pa_land_last} == 3'h3) ? pa_flight3_slot : pa_flight0_slot)));
+        pa_flight0_slot <= pa_flight0_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight1_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight2_slot : (({3'h0, pa_land_last} == 4'h3) ? pa_flight3_slot : (({3'h0, pa_land_last} == 4'h4) ? pa_flight4_slot : (({3'h0, pa_land_last} == 4'h5) ? pa_flight5_slot : (({3'h0, pa_land_last} == 4'h6) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h7) ? pa_flight7_slot : pa_flight0_slot)))))));
     end
 
     always @(posedge clk) begin
-        pa_flight1_slot <= pa_flight1_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight2_slot : (({2'h0, pa_land_last} == 3'h2) ? pa_flight3_slot : pa_flight1_slot));
+        pa_flight1_slot <= pa_flight1_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight2_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight3_slot : (({3'h0, pa_land_last} == 4'h3) ? pa_flight4_slot : (({3'h0, pa_land_last} == 4'h4) ? pa_flight5_slot : (({3'h0, pa_land_last} == 4'h5) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h6) ? pa_flight7_slot : pa_flight1_slot))))));
     end
 
     always @(posedge clk) begin
-        pa_flight2_slot <= pa_flight2_push ? pa_slot : (({2'h0, pa_land_last} == 3'h1) ? pa_flight3_slot : pa_flight2_slot);
+        pa_flight2_slot <= pa_flight2_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight3_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight4_slot : (({3'h0, pa_land_last} == 4'h3) ? pa_flight5_slot : (({3'h0, pa_land_last} == 4'h4) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h5) ? pa_flight7_slot : pa_flight2_slot)))));
     end
 
     always @(posedge clk) begin
-        pa_flight3_slot <= pa_flight3_push ? pa_slot : pa_flight3_slot;
+        pa_flight3_slot <= pa_flight3_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight4_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight5_slot : (({3'h0, pa_land_last} == 4'h3) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h4) ? pa_flight7_slot : pa_flight3_slot))));
+    end
+
+    always @(posedge clk) begin
+        pa_flight4_slot <= pa_flight4_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight5_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h3) ? pa_flight7_slot : pa_flight4_slot)));
+    end
+
+    always @(posedge clk) begin
+        pa_flight5_slot <= pa_flight5_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight6_slot : (({3'h0, pa_land_last} == 4'h2) ? pa_flight7_slot : pa_flight5_slot));
+    end
+
+    always @(posedge clk) begin
+        pa_flight6_slot <= pa_flight6_push ? pa_slot : (({3'h0, pa_land_last} == 4'h1) ? pa_flight7_slot : pa_flight6_slot);
+    end
+
+    always @(posedge clk) begin
+        pa_flight7_slot <= pa_flight7_push ? pa_slot : pa_flight7_slot;
     end
 
     always @(posedge clk) begin
@@ -6679,6 +7204,230 @@ module card_tx_w512 (
             pa_s3_bad <= 1'h0;
         end else begin
             pa_s3_bad <= ~pa_s3_new & (((pa_land_last & pa_land_1h[3]) & pa_land_bad) | pa_s3_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s4_alloc <= 1'h0;
+        end else begin
+            pa_s4_alloc <= pa_s4_new | ((pa_s4_alloc & ~pa_s4_drop) & ~(pa_use_end & pa_use_1h[4]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s4_new) begin
+            pa_s4_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s4_new) begin
+            pa_s4_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[4]) begin
+            pa_s4_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[4]) begin
+            pa_s4_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s4_inflight <= 1'h0;
+        end else begin
+            pa_s4_inflight <= (pa_rd_go & pa_cur_1h[4]) | (pa_s4_inflight & ~(pa_land_last & pa_land_1h[4]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s4_landed <= 1'h0;
+        end else begin
+            pa_s4_landed <= ~pa_s4_new & ((pa_land_last & pa_land_1h[4]) | pa_s4_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s4_bad <= 1'h0;
+        end else begin
+            pa_s4_bad <= ~pa_s4_new & (((pa_land_last & pa_land_1h[4]) & pa_land_bad) | pa_s4_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s5_alloc <= 1'h0;
+        end else begin
+            pa_s5_alloc <= pa_s5_new | ((pa_s5_alloc & ~pa_s5_drop) & ~(pa_use_end & pa_use_1h[5]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s5_new) begin
+            pa_s5_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s5_new) begin
+            pa_s5_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[5]) begin
+            pa_s5_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[5]) begin
+            pa_s5_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s5_inflight <= 1'h0;
+        end else begin
+            pa_s5_inflight <= (pa_rd_go & pa_cur_1h[5]) | (pa_s5_inflight & ~(pa_land_last & pa_land_1h[5]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s5_landed <= 1'h0;
+        end else begin
+            pa_s5_landed <= ~pa_s5_new & ((pa_land_last & pa_land_1h[5]) | pa_s5_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s5_bad <= 1'h0;
+        end else begin
+            pa_s5_bad <= ~pa_s5_new & (((pa_land_last & pa_land_1h[5]) & pa_land_bad) | pa_s5_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s6_alloc <= 1'h0;
+        end else begin
+            pa_s6_alloc <= pa_s6_new | ((pa_s6_alloc & ~pa_s6_drop) & ~(pa_use_end & pa_use_1h[6]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s6_new) begin
+            pa_s6_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s6_new) begin
+            pa_s6_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[6]) begin
+            pa_s6_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[6]) begin
+            pa_s6_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s6_inflight <= 1'h0;
+        end else begin
+            pa_s6_inflight <= (pa_rd_go & pa_cur_1h[6]) | (pa_s6_inflight & ~(pa_land_last & pa_land_1h[6]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s6_landed <= 1'h0;
+        end else begin
+            pa_s6_landed <= ~pa_s6_new & ((pa_land_last & pa_land_1h[6]) | pa_s6_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s6_bad <= 1'h0;
+        end else begin
+            pa_s6_bad <= ~pa_s6_new & (((pa_land_last & pa_land_1h[6]) & pa_land_bad) | pa_s6_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s7_alloc <= 1'h0;
+        end else begin
+            pa_s7_alloc <= pa_s7_new | ((pa_s7_alloc & ~pa_s7_drop) & ~(pa_use_end & pa_use_1h[7]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s7_new) begin
+            pa_s7_qp <= pa_cq0_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s7_new) begin
+            pa_s7_idx <= pa_cq0_idx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[7]) begin
+            pa_s7_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[7]) begin
+            pa_s7_n <= pa_rd_n;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s7_inflight <= 1'h0;
+        end else begin
+            pa_s7_inflight <= (pa_rd_go & pa_cur_1h[7]) | (pa_s7_inflight & ~(pa_land_last & pa_land_1h[7]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s7_landed <= 1'h0;
+        end else begin
+            pa_s7_landed <= ~pa_s7_new & ((pa_land_last & pa_land_1h[7]) | pa_s7_landed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s7_bad <= 1'h0;
+        end else begin
+            pa_s7_bad <= ~pa_s7_new & (((pa_land_last & pa_land_1h[7]) & pa_land_bad) | pa_s7_bad);
         end
     end
 
@@ -8820,6 +9569,86 @@ module card_tx_w512 (
         end
         if (in_state1 | (in_state10 & sched_head_ok)) begin
             pf_data7_rd <= pf_data7[pf_pop_slot];
+        end
+    end
+
+    // pf_data8: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[8]) begin
+            pf_data8[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data8_rd <= pf_data8[pf_pop_slot];
+        end
+    end
+
+    // pf_data9: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[9]) begin
+            pf_data9[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data9_rd <= pf_data9[pf_pop_slot];
+        end
+    end
+
+    // pf_data10: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[10]) begin
+            pf_data10[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data10_rd <= pf_data10[pf_pop_slot];
+        end
+    end
+
+    // pf_data11: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[11]) begin
+            pf_data11[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data11_rd <= pf_data11[pf_pop_slot];
+        end
+    end
+
+    // pf_data12: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[12]) begin
+            pf_data12[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data12_rd <= pf_data12[pf_pop_slot];
+        end
+    end
+
+    // pf_data13: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[13]) begin
+            pf_data13[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data13_rd <= pf_data13[pf_pop_slot];
+        end
+    end
+
+    // pf_data14: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[14]) begin
+            pf_data14[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data14_rd <= pf_data14[pf_pop_slot];
+        end
+    end
+
+    // pf_data15: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (pf_land_blk_done & pf_land_slot_1h[15]) begin
+            pf_data15[pf_land_entry] <= pf_land_blk_data;
+        end
+        if (in_state1 | (in_state10 & sched_head_ok)) begin
+            pf_data15_rd <= pf_data15[pf_pop_slot];
         end
     end
 

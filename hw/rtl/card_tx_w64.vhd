@@ -17,7 +17,7 @@
 -- one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
 -- QP popped while its next WQE's read ahead is still coming goes back to the
 -- scheduler until it lands); the first payload read of a gathered Send or
--- Write read ahead into one of 4 slots of 4 KiB as soon as its WQE's block is
+-- Write read ahead into one of 8 slots of 4 KiB as soon as its WQE's block is
 -- (its lkey looked up first), and taken for the gather's first request when
 -- the WQE starts if the slot's QP, SQ index, host address and length match;
 -- WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
@@ -1021,24 +1021,26 @@ architecture rtl of card_tx_w64 is
     signal pf_q_push : std_logic;            -- a read ahead is queued
     signal pf_q_in_slot : std_logic_vector(9 downto 0); -- its entry
     signal pf_q_in_next : std_logic_vector(15 downto 0); -- its first block (unmasked SQ index)
-    signal pf_q_in_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
-    signal pf_q_in_key : std_logic_vector(24 downto 0); -- the entry's key once it lands
+    signal pf_q_in_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
+    signal pf_q_in_key : std_logic_vector(27 downto 0); -- the entry's key once it lands
     signal pf_q_in_fresh : std_logic;        -- it starts at a WQE
-    signal pf_tag_rd : std_logic_vector(24 downto 0); -- read data of pf_tag
-    signal pf_cur_key : std_logic_vector(24 downto 0); -- the engine's QP's entry's key, read with its context
+    signal pf_tag_rd : std_logic_vector(27 downto 0); -- read data of pf_tag
+    signal pf_cur_key : std_logic_vector(27 downto 0); -- the engine's QP's entry's key, read with its context
     signal pf_cur_live : std_logic;          -- the engine's QP's entry holds blocks, or has them on the way
     signal pf_next_in : std_logic;           -- the entry holds (or will) the next WQE's first block
     signal pf_cur_end : std_logic_vector(15 downto 0);
-    signal pf_cur_ahead : std_logic_vector(15 downto 0); -- blocks of the window from the next WQE on (1..8)
-    signal pf_cur_free : std_logic_vector(3 downto 0); -- block slots the engine has passed
-    signal pf_ext_ok : std_logic;            -- the window can grow by half an entry or more
+    signal pf_cur_ahead : std_logic_vector(15 downto 0); -- blocks of the window from the next WQE on (1..NB)
+    signal pf_cur_free : std_logic_vector(4 downto 0); -- block slots the engine has passed
+    signal pf_busy : std_logic;              -- many read aheads are in flight: windows grow later
+    signal pf_ext_at : std_logic_vector(4 downto 0); -- block slots behind the next WQE from which the window grows
+    signal pf_ext_ok : std_logic;            -- the window can grow
     signal pf_load : std_logic;              -- a read ahead of the engine's QP is queued
     signal pf_load_ext : std_logic;          -- ... extending its window
-    signal pf_cur_free_m1 : std_logic_vector(3 downto 0);
+    signal pf_cur_free_m1 : std_logic_vector(4 downto 0);
     signal pf_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the first on, - 1
     signal pf_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
     signal pf_lim_m1 : std_logic_vector(15 downto 0);
-    signal pf_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
+    signal pf_cnt_m1 : std_logic_vector(3 downto 0); -- blocks to read - 1
     signal pf_db_slot : std_logic_vector(9 downto 0); -- a QP's entry: its number
     signal pf_db_qp : std_logic_vector(9 downto 0);
     signal pf_db_1h : std_logic_vector(1023 downto 0);
@@ -1046,10 +1048,10 @@ architecture rtl of card_tx_w64 is
     signal pf_db_posted_m1 : std_logic_vector(15 downto 0); -- blocks posted from the first on, - 1
     signal pf_db_to_end_m1 : std_logic_vector(15 downto 0); -- blocks to the ring's end, - 1
     signal pf_db_lim_m1 : std_logic_vector(15 downto 0);
-    signal pf_db_cnt_m1 : std_logic_vector(2 downto 0); -- blocks to read - 1
+    signal pf_db_cnt_m1 : std_logic_vector(3 downto 0); -- blocks to read - 1
     signal pf_q_in_end : std_logic_vector(15 downto 0);
-    signal pf_ext_n_m1 : std_logic_vector(4 downto 0); -- the window after the extension, - 1: the blocks from the next WQE on and the read's
-    signal pf_ext_k2_m1 : std_logic_vector(3 downto 0); -- with a read in flight: the blocks of both - 1
+    signal pf_ext_n_m1 : std_logic_vector(5 downto 0); -- the window after the extension, - 1: the blocks from the next WQE on and the read's
+    signal pf_ext_k2_m1 : std_logic_vector(4 downto 0); -- with a read in flight: the blocks of both - 1
     signal pf_q_in_base : std_logic_vector(57 downto 0);
     signal pf_q_in_mask : std_logic_vector(15 downto 0);
     signal pf_q_wr_qp : std_logic_vector(4 downto 0);
@@ -1060,228 +1062,228 @@ architecture rtl of card_tx_w64 is
     signal pf_q0_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q0_fresh : std_logic;          -- it starts at a WQE
     signal pf_q0_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q0_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q0_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q1_w : std_logic;
     signal pf_q1_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q1_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q1_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q1_fresh : std_logic;          -- it starts at a WQE
     signal pf_q1_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q1_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q1_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q2_w : std_logic;
     signal pf_q2_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q2_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q2_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q2_fresh : std_logic;          -- it starts at a WQE
     signal pf_q2_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q2_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q2_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q3_w : std_logic;
     signal pf_q3_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q3_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q3_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q3_fresh : std_logic;          -- it starts at a WQE
     signal pf_q3_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q3_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q3_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q4_w : std_logic;
     signal pf_q4_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q4_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q4_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q4_fresh : std_logic;          -- it starts at a WQE
     signal pf_q4_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q4_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q4_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q5_w : std_logic;
     signal pf_q5_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q5_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q5_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q5_fresh : std_logic;          -- it starts at a WQE
     signal pf_q5_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q5_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q5_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q6_w : std_logic;
     signal pf_q6_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q6_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q6_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q6_fresh : std_logic;          -- it starts at a WQE
     signal pf_q6_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q6_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q6_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q7_w : std_logic;
     signal pf_q7_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q7_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q7_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q7_fresh : std_logic;          -- it starts at a WQE
     signal pf_q7_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q7_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q7_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q8_w : std_logic;
     signal pf_q8_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q8_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q8_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q8_fresh : std_logic;          -- it starts at a WQE
     signal pf_q8_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q8_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q8_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q9_w : std_logic;
     signal pf_q9_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q9_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q9_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q9_fresh : std_logic;          -- it starts at a WQE
     signal pf_q9_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q9_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q9_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q10_w : std_logic;
     signal pf_q10_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q10_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q10_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q10_fresh : std_logic;         -- it starts at a WQE
     signal pf_q10_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q10_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q10_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q11_w : std_logic;
     signal pf_q11_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q11_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q11_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q11_fresh : std_logic;         -- it starts at a WQE
     signal pf_q11_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q11_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q11_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q12_w : std_logic;
     signal pf_q12_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q12_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q12_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q12_fresh : std_logic;         -- it starts at a WQE
     signal pf_q12_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q12_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q12_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q13_w : std_logic;
     signal pf_q13_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q13_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q13_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q13_fresh : std_logic;         -- it starts at a WQE
     signal pf_q13_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q13_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q13_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q14_w : std_logic;
     signal pf_q14_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q14_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q14_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q14_fresh : std_logic;         -- it starts at a WQE
     signal pf_q14_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q14_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q14_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q15_w : std_logic;
     signal pf_q15_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q15_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q15_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q15_fresh : std_logic;         -- it starts at a WQE
     signal pf_q15_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q15_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q15_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q16_w : std_logic;
     signal pf_q16_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q16_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q16_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q16_fresh : std_logic;         -- it starts at a WQE
     signal pf_q16_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q16_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q16_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q17_w : std_logic;
     signal pf_q17_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q17_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q17_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q17_fresh : std_logic;         -- it starts at a WQE
     signal pf_q17_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q17_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q17_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q18_w : std_logic;
     signal pf_q18_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q18_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q18_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q18_fresh : std_logic;         -- it starts at a WQE
     signal pf_q18_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q18_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q18_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q19_w : std_logic;
     signal pf_q19_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q19_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q19_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q19_fresh : std_logic;         -- it starts at a WQE
     signal pf_q19_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q19_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q19_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q20_w : std_logic;
     signal pf_q20_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q20_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q20_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q20_fresh : std_logic;         -- it starts at a WQE
     signal pf_q20_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q20_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q20_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q21_w : std_logic;
     signal pf_q21_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q21_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q21_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q21_fresh : std_logic;         -- it starts at a WQE
     signal pf_q21_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q21_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q21_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q22_w : std_logic;
     signal pf_q22_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q22_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q22_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q22_fresh : std_logic;         -- it starts at a WQE
     signal pf_q22_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q22_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q22_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q23_w : std_logic;
     signal pf_q23_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q23_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q23_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q23_fresh : std_logic;         -- it starts at a WQE
     signal pf_q23_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q23_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q23_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q24_w : std_logic;
     signal pf_q24_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q24_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q24_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q24_fresh : std_logic;         -- it starts at a WQE
     signal pf_q24_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q24_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q24_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q25_w : std_logic;
     signal pf_q25_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q25_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q25_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q25_fresh : std_logic;         -- it starts at a WQE
     signal pf_q25_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q25_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q25_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q26_w : std_logic;
     signal pf_q26_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q26_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q26_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q26_fresh : std_logic;         -- it starts at a WQE
     signal pf_q26_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q26_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q26_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q27_w : std_logic;
     signal pf_q27_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q27_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q27_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q27_fresh : std_logic;         -- it starts at a WQE
     signal pf_q27_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q27_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q27_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q28_w : std_logic;
     signal pf_q28_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q28_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q28_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q28_fresh : std_logic;         -- it starts at a WQE
     signal pf_q28_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q28_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q28_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q29_w : std_logic;
     signal pf_q29_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q29_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q29_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q29_fresh : std_logic;         -- it starts at a WQE
     signal pf_q29_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q29_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q29_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q30_w : std_logic;
     signal pf_q30_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q30_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q30_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q30_fresh : std_logic;         -- it starts at a WQE
     signal pf_q30_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q30_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q30_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_q31_w : std_logic;
     signal pf_q31_slot : std_logic_vector(9 downto 0); -- the read ahead's entry
     signal pf_q31_idx : std_logic_vector(15 downto 0); -- its first SQ block (masked)
     signal pf_q31_key : std_logic_vector(15 downto 0); -- ... unmasked
     signal pf_q31_fresh : std_logic;         -- it starts at a WQE
     signal pf_q31_base : std_logic_vector(57 downto 0); -- its SQ's base, bits 63:6
-    signal pf_q31_cnt : std_logic_vector(2 downto 0); -- its blocks - 1
+    signal pf_q31_cnt : std_logic_vector(3 downto 0); -- its blocks - 1
     signal pf_req_slot : std_logic_vector(9 downto 0); -- the head read ahead's entry
     signal pf_req_idx : std_logic_vector(15 downto 0);
     signal pf_req_base : std_logic_vector(57 downto 0);
-    signal pf_req_cnt : std_logic_vector(2 downto 0);
+    signal pf_req_cnt : std_logic_vector(3 downto 0);
     signal pf_req_key : std_logic_vector(15 downto 0);
     signal pf_req_fresh : std_logic;
     signal pf_beat : std_logic;              -- dma_rd's beat is a read ahead's
@@ -1291,15 +1293,15 @@ architecture rtl of card_tx_w64 is
     signal pf_flight_rd : std_logic_vector(26 downto 0); -- read data of pf_flight
     signal pf_land_entry : std_logic_vector(9 downto 0);
     signal pf_land_idx : std_logic_vector(15 downto 0);
-    signal pf_land_beat : std_logic_vector(5 downto 0) := "000000"; -- beats of the landing read ahead taken
-    signal pf_land_blk : std_logic_vector(2 downto 0); -- the block the beat belongs to, in its read ahead
+    signal pf_land_beat : std_logic_vector(6 downto 0) := "0000000"; -- beats of the landing read ahead taken
+    signal pf_land_blk : std_logic_vector(3 downto 0); -- the block the beat belongs to, in its read ahead
     signal pf_stage : std_logic_vector(447 downto 0); -- the block's beats so far, the latest on top
     signal pf_land_blk_done : std_logic;     -- the beat completes a block
     signal pf_land_blk_data : std_logic_vector(511 downto 0); -- that block
     signal pf_land_ok : std_logic;           -- the blocks are whole
     signal pf_land_sq : std_logic_vector(15 downto 0); -- the block's SQ index
-    signal pf_land_slot_qp : std_logic_vector(2 downto 0);
-    signal pf_land_slot_1h : std_logic_vector(7 downto 0);
+    signal pf_land_slot_qp : std_logic_vector(3 downto 0);
+    signal pf_land_slot_1h : std_logic_vector(15 downto 0);
     signal pf_data0_rd : std_logic_vector(511 downto 0); -- read data of pf_data0
     signal pf_data1_rd : std_logic_vector(511 downto 0); -- read data of pf_data1
     signal pf_data2_rd : std_logic_vector(511 downto 0); -- read data of pf_data2
@@ -1308,6 +1310,14 @@ architecture rtl of card_tx_w64 is
     signal pf_data5_rd : std_logic_vector(511 downto 0); -- read data of pf_data5
     signal pf_data6_rd : std_logic_vector(511 downto 0); -- read data of pf_data6
     signal pf_data7_rd : std_logic_vector(511 downto 0); -- read data of pf_data7
+    signal pf_data8_rd : std_logic_vector(511 downto 0); -- read data of pf_data8
+    signal pf_data9_rd : std_logic_vector(511 downto 0); -- read data of pf_data9
+    signal pf_data10_rd : std_logic_vector(511 downto 0); -- read data of pf_data10
+    signal pf_data11_rd : std_logic_vector(511 downto 0); -- read data of pf_data11
+    signal pf_data12_rd : std_logic_vector(511 downto 0); -- read data of pf_data12
+    signal pf_data13_rd : std_logic_vector(511 downto 0); -- read data of pf_data13
+    signal pf_data14_rd : std_logic_vector(511 downto 0); -- read data of pf_data14
+    signal pf_data15_rd : std_logic_vector(511 downto 0); -- read data of pf_data15
     signal pf_landing_qp : std_logic_vector(9 downto 0);
     signal pf_landing_1h : std_logic_vector(1023 downto 0);
     signal pf_fresh_1h : std_logic_vector(1023 downto 0); -- a fresh read replaces the entry's window
@@ -1325,8 +1335,8 @@ architecture rtl of card_tx_w64 is
     signal pf_hit_two : std_logic := '0';    -- ... and the block after it
     signal pf_inside : std_logic := '0';     -- the engine's QP's next WQE starts inside its entry's window (held or not)
     signal pf_pop_next : std_logic_vector(15 downto 0); -- the block the popped QP's next WQE starts at
-    signal pf_pop_off3 : std_logic_vector(2 downto 0); -- its block slot
-    signal pf_pop_off3_next : std_logic_vector(2 downto 0);
+    signal pf_pop_off : std_logic_vector(3 downto 0); -- its block slot
+    signal pf_pop_off_next : std_logic_vector(3 downto 0);
     signal pf_pop_blocks : std_logic_vector(1023 downto 0); -- the entry's blocks of the popped QP's next WQE, the first in bits 511:0
     signal pf_pop_pending : std_logic := '0'; -- the popped QP's entry has a wanted read ahead queued or in flight
     signal pf_pend : std_logic := '0';       -- the engine's QP's next WQE's first block is being read ahead
@@ -1338,7 +1348,7 @@ architecture rtl of card_tx_w64 is
     signal pa_grant : std_logic;             -- dma_rd takes a payload slot's read
     signal pa_p1_done : std_logic := '0';    -- stage 1: a block landed last cycle
     signal pa_p1_ok : std_logic;
-    signal pa_p1_off : std_logic_vector(2 downto 0);
+    signal pa_p1_off : std_logic_vector(3 downto 0);
     signal pa_p1_hdr : std_logic_vector(31 downto 0);
     signal pa_p1_sge0 : std_logic_vector(127 downto 0);
     signal pa_p1_qp : std_logic_vector(9 downto 0);
@@ -1370,7 +1380,7 @@ architecture rtl of card_tx_w64 is
     signal pa_pd_rd : std_logic_vector(31 downto 0); -- read data of pa_pd
     signal pa_cq_pop : std_logic;            -- the head candidate is looked up or dropped
     signal pa_cq_push : std_logic;           -- a candidate is queued (one that finds the queue full is dropped)
-    signal pa_cq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in pa_cq
+    signal pa_cq_count : std_logic_vector(4 downto 0) := "00000"; -- entries held in pa_cq
     signal pa_cq0_qp : std_logic_vector(9 downto 0);
     signal pa_cq0_idx : std_logic_vector(15 downto 0);
     signal pa_cq0_addr : std_logic_vector(63 downto 0);
@@ -1395,11 +1405,95 @@ architecture rtl of card_tx_w64 is
     signal pa_cq3_len : std_logic_vector(31 downto 0);
     signal pa_cq3_lkey : std_logic_vector(31 downto 0);
     signal pa_cq3_pd : std_logic_vector(31 downto 0);
-    signal pa_cq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal pa_cq4_qp : std_logic_vector(9 downto 0);
+    signal pa_cq4_idx : std_logic_vector(15 downto 0);
+    signal pa_cq4_addr : std_logic_vector(63 downto 0);
+    signal pa_cq4_len : std_logic_vector(31 downto 0);
+    signal pa_cq4_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq4_pd : std_logic_vector(31 downto 0);
+    signal pa_cq5_qp : std_logic_vector(9 downto 0);
+    signal pa_cq5_idx : std_logic_vector(15 downto 0);
+    signal pa_cq5_addr : std_logic_vector(63 downto 0);
+    signal pa_cq5_len : std_logic_vector(31 downto 0);
+    signal pa_cq5_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq5_pd : std_logic_vector(31 downto 0);
+    signal pa_cq6_qp : std_logic_vector(9 downto 0);
+    signal pa_cq6_idx : std_logic_vector(15 downto 0);
+    signal pa_cq6_addr : std_logic_vector(63 downto 0);
+    signal pa_cq6_len : std_logic_vector(31 downto 0);
+    signal pa_cq6_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq6_pd : std_logic_vector(31 downto 0);
+    signal pa_cq7_qp : std_logic_vector(9 downto 0);
+    signal pa_cq7_idx : std_logic_vector(15 downto 0);
+    signal pa_cq7_addr : std_logic_vector(63 downto 0);
+    signal pa_cq7_len : std_logic_vector(31 downto 0);
+    signal pa_cq7_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq7_pd : std_logic_vector(31 downto 0);
+    signal pa_cq8_qp : std_logic_vector(9 downto 0);
+    signal pa_cq8_idx : std_logic_vector(15 downto 0);
+    signal pa_cq8_addr : std_logic_vector(63 downto 0);
+    signal pa_cq8_len : std_logic_vector(31 downto 0);
+    signal pa_cq8_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq8_pd : std_logic_vector(31 downto 0);
+    signal pa_cq9_qp : std_logic_vector(9 downto 0);
+    signal pa_cq9_idx : std_logic_vector(15 downto 0);
+    signal pa_cq9_addr : std_logic_vector(63 downto 0);
+    signal pa_cq9_len : std_logic_vector(31 downto 0);
+    signal pa_cq9_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq9_pd : std_logic_vector(31 downto 0);
+    signal pa_cq10_qp : std_logic_vector(9 downto 0);
+    signal pa_cq10_idx : std_logic_vector(15 downto 0);
+    signal pa_cq10_addr : std_logic_vector(63 downto 0);
+    signal pa_cq10_len : std_logic_vector(31 downto 0);
+    signal pa_cq10_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq10_pd : std_logic_vector(31 downto 0);
+    signal pa_cq11_qp : std_logic_vector(9 downto 0);
+    signal pa_cq11_idx : std_logic_vector(15 downto 0);
+    signal pa_cq11_addr : std_logic_vector(63 downto 0);
+    signal pa_cq11_len : std_logic_vector(31 downto 0);
+    signal pa_cq11_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq11_pd : std_logic_vector(31 downto 0);
+    signal pa_cq12_qp : std_logic_vector(9 downto 0);
+    signal pa_cq12_idx : std_logic_vector(15 downto 0);
+    signal pa_cq12_addr : std_logic_vector(63 downto 0);
+    signal pa_cq12_len : std_logic_vector(31 downto 0);
+    signal pa_cq12_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq12_pd : std_logic_vector(31 downto 0);
+    signal pa_cq13_qp : std_logic_vector(9 downto 0);
+    signal pa_cq13_idx : std_logic_vector(15 downto 0);
+    signal pa_cq13_addr : std_logic_vector(63 downto 0);
+    signal pa_cq13_len : std_logic_vector(31 downto 0);
+    signal pa_cq13_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq13_pd : std_logic_vector(31 downto 0);
+    signal pa_cq14_qp : std_logic_vector(9 downto 0);
+    signal pa_cq14_idx : std_logic_vector(15 downto 0);
+    signal pa_cq14_addr : std_logic_vector(63 downto 0);
+    signal pa_cq14_len : std_logic_vector(31 downto 0);
+    signal pa_cq14_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq14_pd : std_logic_vector(31 downto 0);
+    signal pa_cq15_qp : std_logic_vector(9 downto 0);
+    signal pa_cq15_idx : std_logic_vector(15 downto 0);
+    signal pa_cq15_addr : std_logic_vector(63 downto 0);
+    signal pa_cq15_len : std_logic_vector(31 downto 0);
+    signal pa_cq15_lkey : std_logic_vector(31 downto 0);
+    signal pa_cq15_pd : std_logic_vector(31 downto 0);
+    signal pa_cq_wpos : std_logic_vector(4 downto 0); -- where a pushed entry goes
     signal pa_cq0_push : std_logic;
     signal pa_cq1_push : std_logic;
     signal pa_cq2_push : std_logic;
     signal pa_cq3_push : std_logic;
+    signal pa_cq4_push : std_logic;
+    signal pa_cq5_push : std_logic;
+    signal pa_cq6_push : std_logic;
+    signal pa_cq7_push : std_logic;
+    signal pa_cq8_push : std_logic;
+    signal pa_cq9_push : std_logic;
+    signal pa_cq10_push : std_logic;
+    signal pa_cq11_push : std_logic;
+    signal pa_cq12_push : std_logic;
+    signal pa_cq13_push : std_logic;
+    signal pa_cq14_push : std_logic;
+    signal pa_cq15_push : std_logic;
     signal pa_cq_v : std_logic;              -- a candidate waits
     signal pa_s0_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s0_inflight : std_logic := '0'; -- its read is in dma_rd
@@ -1433,15 +1527,47 @@ architecture rtl of card_tx_w64 is
     signal pa_s3_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s3_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s3_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s4_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s4_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s4_landed : std_logic := '0';  -- its read landed
+    signal pa_s4_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s4_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s4_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s4_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s4_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s5_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s5_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s5_landed : std_logic := '0';  -- its read landed
+    signal pa_s5_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s5_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s5_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s5_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s5_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s6_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s6_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s6_landed : std_logic := '0';  -- its read landed
+    signal pa_s6_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s6_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s6_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s6_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s6_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s7_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
+    signal pa_s7_inflight : std_logic := '0'; -- its read is in dma_rd
+    signal pa_s7_landed : std_logic := '0';  -- its read landed
+    signal pa_s7_bad : std_logic := '0';     -- ... with an error response
+    signal pa_s7_qp : std_logic_vector(9 downto 0); -- key: QP
+    signal pa_s7_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
+    signal pa_s7_addr : std_logic_vector(63 downto 0); -- host address read
+    signal pa_s7_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
     signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
-    signal pa_use_slot : std_logic_vector(1 downto 0);
-    signal pa_use_qp : std_logic_vector(1 downto 0);
-    signal pa_use_1h : std_logic_vector(3 downto 0);
+    signal pa_use_slot : std_logic_vector(2 downto 0);
+    signal pa_use_qp : std_logic_vector(2 downto 0);
+    signal pa_use_1h : std_logic_vector(7 downto 0);
     signal pa_state : std_logic_vector(1 downto 0) := "00"; -- 0: idle; 1: the lookup's verdict is awaited; 2: the read waits for dma_rd
-    signal pa_slot : std_logic_vector(1 downto 0); -- the slot being filled
+    signal pa_slot : std_logic_vector(2 downto 0); -- the slot being filled
     signal pa_dup : std_logic;               -- the head candidate's key has a slot
     signal pa_any_free : std_logic;
-    signal pa_free_sel : std_logic_vector(1 downto 0); -- the lowest free slot
+    signal pa_free_sel : std_logic_vector(2 downto 0); -- the lowest free slot
     signal pa_idle : std_logic;
     signal pa_chk_v : std_logic;             -- a lookup for the head candidate
     signal pa_look_go : std_logic;
@@ -1449,37 +1575,45 @@ architecture rtl of card_tx_w64 is
     signal pa_verdict_ok : std_logic;
     signal pa_pg_left : std_logic_vector(12 downto 0); -- bytes to the page's end
     signal pa_rd_n : std_logic_vector(12 downto 0); -- the first request's bytes, as the gather issues it
-    signal pa_cur_qp : std_logic_vector(1 downto 0);
-    signal pa_cur_1h : std_logic_vector(3 downto 0);
+    signal pa_cur_qp : std_logic_vector(2 downto 0);
+    signal pa_cur_1h : std_logic_vector(7 downto 0);
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
     signal pa_rd_ask : std_logic;
     signal pa_rd_go : std_logic;
     signal pa_rd_len : std_logic_vector(15 downto 0); -- length minus one
     signal pa_beat : std_logic;              -- dma_rd's beat is a slot's
     signal pa_land_last : std_logic;
-    signal pa_flight_count : std_logic_vector(2 downto 0) := "000"; -- entries held in pa_flight
-    signal pa_flight0_slot : std_logic_vector(1 downto 0);
-    signal pa_flight1_slot : std_logic_vector(1 downto 0);
-    signal pa_flight2_slot : std_logic_vector(1 downto 0);
-    signal pa_flight3_slot : std_logic_vector(1 downto 0);
-    signal pa_flight_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal pa_flight_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in pa_flight
+    signal pa_flight0_slot : std_logic_vector(2 downto 0);
+    signal pa_flight1_slot : std_logic_vector(2 downto 0);
+    signal pa_flight2_slot : std_logic_vector(2 downto 0);
+    signal pa_flight3_slot : std_logic_vector(2 downto 0);
+    signal pa_flight4_slot : std_logic_vector(2 downto 0);
+    signal pa_flight5_slot : std_logic_vector(2 downto 0);
+    signal pa_flight6_slot : std_logic_vector(2 downto 0);
+    signal pa_flight7_slot : std_logic_vector(2 downto 0);
+    signal pa_flight_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal pa_flight0_push : std_logic;
     signal pa_flight1_push : std_logic;
     signal pa_flight2_push : std_logic;
     signal pa_flight3_push : std_logic;
+    signal pa_flight4_push : std_logic;
+    signal pa_flight5_push : std_logic;
+    signal pa_flight6_push : std_logic;
+    signal pa_flight7_push : std_logic;
     signal pa_land_beat : std_logic_vector(8 downto 0) := "000000000"; -- beats of the landing read taken
     signal pa_land_err : std_logic := '0';   -- a beat of the landing read had an error response
     signal pa_land_bad : std_logic;
-    signal pa_land_qp : std_logic_vector(1 downto 0);
-    signal pa_land_1h : std_logic_vector(3 downto 0);
+    signal pa_land_qp : std_logic_vector(2 downto 0);
+    signal pa_land_1h : std_logic_vector(7 downto 0);
     signal pa_hit_any : std_logic;           -- a slot holds the request
     signal pa_hit : std_logic;               -- the first request is in a slot landed whole
     signal pa_wait : std_logic;              -- the first request is in a slot still landing
-    signal pa_hit_sel : std_logic_vector(1 downto 0);
+    signal pa_hit_sel : std_logic_vector(2 downto 0);
     signal pa_first_go : std_logic;          -- the message's first request goes
     signal pa_hit_go : std_logic;            -- ... from a slot
-    signal pa_hit_qp : std_logic_vector(1 downto 0);
-    signal pa_hit_1h : std_logic_vector(3 downto 0);
+    signal pa_hit_qp : std_logic_vector(2 downto 0);
+    signal pa_hit_1h : std_logic_vector(7 downto 0);
     signal pa_ptr : std_logic_vector(8 downto 0); -- its beat at the memory's output
     signal pa_primed : std_logic := '0';     -- the memory's output holds beat pa_ptr
     signal pa_use_n : std_logic_vector(12 downto 0); -- its bytes - 1
@@ -1501,6 +1635,18 @@ architecture rtl of card_tx_w64 is
     signal pa_s3_new : std_logic;            -- the slot is keyed for the head candidate
     signal pa_s3_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
     signal pa_s3_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s4_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s4_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s4_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s5_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s5_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s5_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s6_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s6_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s6_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_s7_new : std_logic;            -- the slot is keyed for the head candidate
+    signal pa_s7_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
+    signal pa_s7_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -2153,31 +2299,47 @@ architecture rtl of card_tx_w64 is
     signal g_sge_b0 : g_sge_b0_t;            -- SGE store: word 0 of each SGE
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
-    type pf_tag_t is array (0 to 1023) of std_logic_vector(24 downto 0);
+    type pf_tag_t is array (0 to 1023) of std_logic_vector(27 downto 0);
     signal pf_tag : pf_tag_t;                -- per entry: its key {k2 - 1, k - 1, n - 1, end}: the window [end - n, end) of the SQ, the top k from its latest read, k2 from its latest two
     type pf_flight_t is array (0 to 127) of std_logic_vector(26 downto 0);
     signal pf_flight : pf_flight_t;          -- the entry, first SQ index (unmasked) and kind (fresh: from a WQE) of each read ahead in flight, in issue order (read at the next head: the read ahead landing next)
     type pf_data0_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data0 : pf_data0_t;            -- per entry: its SQ block 8i + 0 read ahead
+    signal pf_data0 : pf_data0_t;            -- per entry: its SQ block 16i + 0 read ahead
     type pf_data1_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data1 : pf_data1_t;            -- per entry: its SQ block 8i + 1 read ahead
+    signal pf_data1 : pf_data1_t;            -- per entry: its SQ block 16i + 1 read ahead
     type pf_data2_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data2 : pf_data2_t;            -- per entry: its SQ block 8i + 2 read ahead
+    signal pf_data2 : pf_data2_t;            -- per entry: its SQ block 16i + 2 read ahead
     type pf_data3_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data3 : pf_data3_t;            -- per entry: its SQ block 8i + 3 read ahead
+    signal pf_data3 : pf_data3_t;            -- per entry: its SQ block 16i + 3 read ahead
     type pf_data4_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data4 : pf_data4_t;            -- per entry: its SQ block 8i + 4 read ahead
+    signal pf_data4 : pf_data4_t;            -- per entry: its SQ block 16i + 4 read ahead
     type pf_data5_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data5 : pf_data5_t;            -- per entry: its SQ block 8i + 5 read ahead
+    signal pf_data5 : pf_data5_t;            -- per entry: its SQ block 16i + 5 read ahead
     type pf_data6_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data6 : pf_data6_t;            -- per entry: its SQ block 8i + 6 read ahead
+    signal pf_data6 : pf_data6_t;            -- per entry: its SQ block 16i + 6 read ahead
     type pf_data7_t is array (0 to 1023) of std_logic_vector(511 downto 0);
-    signal pf_data7 : pf_data7_t;            -- per entry: its SQ block 8i + 7 read ahead
+    signal pf_data7 : pf_data7_t;            -- per entry: its SQ block 16i + 7 read ahead
+    type pf_data8_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data8 : pf_data8_t;            -- per entry: its SQ block 16i + 8 read ahead
+    type pf_data9_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data9 : pf_data9_t;            -- per entry: its SQ block 16i + 9 read ahead
+    type pf_data10_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data10 : pf_data10_t;          -- per entry: its SQ block 16i + 10 read ahead
+    type pf_data11_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data11 : pf_data11_t;          -- per entry: its SQ block 16i + 11 read ahead
+    type pf_data12_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data12 : pf_data12_t;          -- per entry: its SQ block 16i + 12 read ahead
+    type pf_data13_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data13 : pf_data13_t;          -- per entry: its SQ block 16i + 13 read ahead
+    type pf_data14_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data14 : pf_data14_t;          -- per entry: its SQ block 16i + 14 read ahead
+    type pf_data15_t is array (0 to 1023) of std_logic_vector(511 downto 0);
+    signal pf_data15 : pf_data15_t;          -- per entry: its SQ block 16i + 15 read ahead
     type pa_parse_t is array (0 to 1023) of std_logic_vector(3 downto 0);
     signal pa_parse : pa_parse_t;            -- per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)
     type pa_pd_t is array (0 to 1023) of std_logic_vector(31 downto 0);
     signal pa_pd : pa_pd_t;                  -- per QP: its PD, for the lookups of its candidates
-    type pa_data_t is array (0 to 2047) of std_logic_vector(63 downto 0);
+    type pa_data_t is array (0 to 4095) of std_logic_vector(63 downto 0);
     signal pa_data : pa_data_t;              -- the slots' bytes: 512 beats each
     type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
     signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
@@ -2788,18 +2950,20 @@ begin
     pf_cur_inflight2 <= pf_inflight2(to_integer(unsigned(pf_cur_slot)));
     pf_pop_slot <= sched_rd;
     pf_cur_live <= pf_valid(to_integer(unsigned(pf_cur_slot))) or (pf_cur_inflight and pf_want(to_integer(unsigned(pf_cur_slot))));
-    pf_next_in <= pf_cur_live and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_cur_key(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_cur_key(15 downto 0)) - unsigned(pf_next))) - unsigned'(x"0001")))));
+    pf_next_in <= pf_cur_live and (not b2l(unsigned(std_logic_vector'(x"000" & pf_cur_key(19 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_cur_key(15 downto 0)) - unsigned(pf_next))) - unsigned'(x"0001")))));
     pf_cur_end <= pf_cur_key(15 downto 0);
     pf_cur_ahead <= std_logic_vector(unsigned(pf_cur_end) - unsigned(pf_next));
-    pf_cur_free <= std_logic_vector(unsigned'(x"8") - unsigned(pf_cur_ahead(3 downto 0)));
-    pf_ext_ok <= ((pf_next_in and (not b2l(unsigned(pf_cur_free) < unsigned'(x"4")))) and b2l(cur_sq_pi /= pf_cur_end)) and (not pf_cur_inflight2);
+    pf_cur_free <= std_logic_vector(unsigned'("10000") - unsigned(pf_cur_ahead(4 downto 0)));
+    pf_busy <= not b2l(unsigned(pf_flight_used) < unsigned'("000001000"));
+    pf_ext_at <= mux(pf_busy, "01100", "00100");
+    pf_ext_ok <= ((pf_next_in and (not b2l(unsigned(pf_cur_free) < unsigned(pf_ext_at)))) and b2l(cur_sq_pi /= pf_cur_end)) and (not pf_cur_inflight2);
     pf_load <= (pf_load_go and pf_flight_room) and mux(pf_next_in, pf_ext_ok, not pf_cur_inflight);
     pf_load_ext <= pf_load and pf_next_in;
-    pf_cur_free_m1 <= std_logic_vector(unsigned(pf_cur_free) - unsigned'(x"1"));
+    pf_cur_free_m1 <= std_logic_vector(unsigned(pf_cur_free) - unsigned'("00001"));
     pf_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(cur_sq_pi) - unsigned(mux(pf_next_in, pf_cur_end, pf_next)))) - unsigned'(x"0001"));
     pf_to_end_m1 <= std_logic_vector(unsigned(sq_mask) - unsigned(mux(pf_next_in, pf_cur_end, pf_next) and sq_mask));
     pf_lim_m1 <= mux(b2l(unsigned(pf_posted_m1) < unsigned(pf_to_end_m1)), pf_posted_m1, pf_to_end_m1);
-    pf_cnt_m1 <= mux(b2l(unsigned(pf_lim_m1) < unsigned(std_logic_vector'("0000000000000" & mux(pf_next_in, pf_cur_free_m1(2 downto 0), "111")))), pf_lim_m1(2 downto 0), mux(pf_next_in, pf_cur_free_m1(2 downto 0), "111"));
+    pf_cnt_m1 <= mux(b2l(unsigned(pf_lim_m1) < unsigned(std_logic_vector'(x"000" & mux(pf_next_in, pf_cur_free_m1(3 downto 0), x"7")))), pf_lim_m1(3 downto 0), mux(pf_next_in, pf_cur_free_m1(3 downto 0), x"7"));
     pf_db_slot <= db_qp;
     pf_db_qp <= pf_db_slot;
     pf_db_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_db_qp))));
@@ -2807,18 +2971,18 @@ begin
     pf_db_posted_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(db_new_pi) - unsigned(db_old_pi))) - unsigned'(x"0001"));
     pf_db_to_end_m1 <= std_logic_vector(unsigned(db_sq_mask) - unsigned(db_old_pi and db_sq_mask));
     pf_db_lim_m1 <= mux(b2l(unsigned(pf_db_posted_m1) < unsigned(pf_db_to_end_m1)), pf_db_posted_m1, pf_db_to_end_m1);
-    pf_db_cnt_m1 <= mux(b2l(unsigned(pf_db_lim_m1) < unsigned(std_logic_vector'("0000000000000" & "001"))), pf_db_lim_m1(2 downto 0), "001");
+    pf_db_cnt_m1 <= mux(b2l(unsigned(pf_db_lim_m1) < unsigned(std_logic_vector'(x"000" & x"1"))), pf_db_lim_m1(3 downto 0), x"1");
     pf_q_push <= pf_load or pf_db_load;
     pf_q_in_slot <= mux(pf_load, pf_cur_slot, pf_db_slot);
     pf_q_in_next <= mux(pf_load, mux(pf_load_ext, pf_cur_end, pf_next), db_old_pi);
     pf_q_in_cnt <= mux(pf_load, pf_cnt_m1, pf_db_cnt_m1);
-    pf_q_in_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(pf_q_in_next) + unsigned(std_logic_vector'("0000000000000" & pf_q_in_cnt)))) + unsigned'(x"0001"));
-    pf_ext_n_m1 <= std_logic_vector(unsigned(std_logic_vector'('0' & pf_cur_ahead(3 downto 0))) + unsigned(std_logic_vector'("00" & pf_cnt_m1)));
-    pf_ext_k2_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_q_in_cnt)) + unsigned(std_logic_vector'('0' & pf_cur_key(21 downto 19))))) + unsigned'(x"1"));
+    pf_q_in_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(pf_q_in_next) + unsigned(std_logic_vector'(x"000" & pf_q_in_cnt)))) + unsigned'(x"0001"));
+    pf_ext_n_m1 <= std_logic_vector(unsigned(std_logic_vector'('0' & pf_cur_ahead(4 downto 0))) + unsigned(std_logic_vector'("00" & pf_cnt_m1)));
+    pf_ext_k2_m1 <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pf_q_in_cnt)) + unsigned(std_logic_vector'('0' & pf_cur_key(23 downto 20))))) + unsigned'("00001"));
     pf_q_in_key <= std_logic_vector'(
-        mux(pf_load_ext and pf_cur_inflight, pf_ext_k2_m1(2 downto 0), pf_q_in_cnt) &
+        mux(pf_load_ext and pf_cur_inflight, pf_ext_k2_m1(3 downto 0), pf_q_in_cnt) &
         pf_q_in_cnt &
-        mux(pf_load_ext, pf_ext_n_m1(2 downto 0), pf_q_in_cnt) &
+        mux(pf_load_ext, pf_ext_n_m1(3 downto 0), pf_q_in_cnt) &
         pf_q_in_end
     );
     pf_q_in_fresh <= not pf_load_ext;
@@ -2869,13 +3033,13 @@ begin
     pf_flight_head_next <= std_logic_vector(unsigned(pf_flight_head) + unsigned(std_logic_vector'("0000000" & pf_land)));
     pf_land_entry <= pf_flight_rd(9 downto 0);
     pf_land_idx <= pf_flight_rd(25 downto 10);
-    pf_land_blk <= pf_land_beat(5 downto 3);
+    pf_land_blk <= pf_land_beat(6 downto 3);
     pf_land_blk_done <= pf_beat and b2l(pf_land_beat(2 downto 0) = "111");
     pf_land_blk_data <= std_logic_vector'(rd_tdata & pf_stage);
     pf_land_ok <= (pf_land and (not pf_land_err)) and (not rd_terr);
-    pf_land_sq <= std_logic_vector(unsigned(pf_land_idx) + unsigned(std_logic_vector'("0000000000000" & pf_land_blk)));
-    pf_land_slot_qp <= pf_land_sq(2 downto 0);
-    pf_land_slot_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pf_land_slot_qp))));
+    pf_land_sq <= std_logic_vector(unsigned(pf_land_idx) + unsigned(std_logic_vector'(x"000" & pf_land_blk)));
+    pf_land_slot_qp <= pf_land_sq(3 downto 0);
+    pf_land_slot_1h <= std_logic_vector(shift_left(to_unsigned(1, 16), to_integer(unsigned(pf_land_slot_qp))));
     pf_landing_qp <= pf_land_entry;
     pf_landing_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_landing_qp))));
     pf_fresh_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => pf_load and (not pf_load_ext))) or (pf_db_1h and std_logic_vector'(1023 downto 0 => pf_db_load));
@@ -2885,17 +3049,22 @@ begin
     pf_created_qp <= pf_create_slot;
     pf_created_1h <= std_logic_vector(shift_left(to_unsigned(1, 1024), to_integer(unsigned(pf_created_qp))));
     pf_pop_next1 <= std_logic_vector(unsigned(ctx_next_ld) + unsigned'(x"0001"));
-    pf_pop_inside <= not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))));
+    pf_pop_inside <= not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(19 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))));
     pf_pop_next <= ctx_next_ld;
-    pf_pop_off3 <= pf_pop_next(2 downto 0);
-    pf_pop_off3_next <= pf_pop_next1(2 downto 0);
+    pf_pop_off <= pf_pop_next(3 downto 0);
+    pf_pop_off_next <= pf_pop_next1(3 downto 0);
     pf_pop_blocks <= std_logic_vector'(
-        mux(pf_pop_off3_next(2), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data7_rd, pf_data6_rd),
-            mux(pf_pop_off3_next(0), pf_data5_rd, pf_data4_rd)), mux(pf_pop_off3_next(1), mux(pf_pop_off3_next(0), pf_data3_rd,
-            pf_data2_rd), mux(pf_pop_off3_next(0), pf_data1_rd, pf_data0_rd))) &
-        mux(pf_pop_off3(2), mux(pf_pop_off3(1), mux(pf_pop_off3(0), pf_data7_rd, pf_data6_rd), mux(pf_pop_off3(0), pf_data5_rd,
-            pf_data4_rd)), mux(pf_pop_off3(1), mux(pf_pop_off3(0), pf_data3_rd, pf_data2_rd), mux(pf_pop_off3(0), pf_data1_rd,
-            pf_data0_rd)))
+        mux(pf_pop_off_next(3), mux(pf_pop_off_next(2), mux(pf_pop_off_next(1), mux(pf_pop_off_next(0), pf_data15_rd,
+            pf_data14_rd), mux(pf_pop_off_next(0), pf_data13_rd, pf_data12_rd)), mux(pf_pop_off_next(1), mux(pf_pop_off_next(0),
+            pf_data11_rd, pf_data10_rd), mux(pf_pop_off_next(0), pf_data9_rd, pf_data8_rd))), mux(pf_pop_off_next(2),
+            mux(pf_pop_off_next(1), mux(pf_pop_off_next(0), pf_data7_rd, pf_data6_rd), mux(pf_pop_off_next(0), pf_data5_rd,
+            pf_data4_rd)), mux(pf_pop_off_next(1), mux(pf_pop_off_next(0), pf_data3_rd, pf_data2_rd), mux(pf_pop_off_next(0),
+            pf_data1_rd, pf_data0_rd)))) &
+        mux(pf_pop_off(3), mux(pf_pop_off(2), mux(pf_pop_off(1), mux(pf_pop_off(0), pf_data15_rd, pf_data14_rd),
+            mux(pf_pop_off(0), pf_data13_rd, pf_data12_rd)), mux(pf_pop_off(1), mux(pf_pop_off(0), pf_data11_rd, pf_data10_rd),
+            mux(pf_pop_off(0), pf_data9_rd, pf_data8_rd))), mux(pf_pop_off(2), mux(pf_pop_off(1), mux(pf_pop_off(0), pf_data7_rd,
+            pf_data6_rd), mux(pf_pop_off(0), pf_data5_rd, pf_data4_rd)), mux(pf_pop_off(1), mux(pf_pop_off(0), pf_data3_rd,
+            pf_data2_rd), mux(pf_pop_off(0), pf_data1_rd, pf_data0_rd))))
     );
     pf_clear_1h <= (pf_cur_1h and std_logic_vector'(1023 downto 0 => wqe_go and (not pf_inside))) or (pf_created_1h and std_logic_vector'(1023 downto 0 => cmd_create));
     pf_land_bad_1h <= pf_land_1h and std_logic_vector'(1023 downto 0 => not pf_land_ok);
@@ -2903,13 +3072,13 @@ begin
     pf_unused <= or std_logic_vector'(
         rd_ttag(0) &
         (or rd_ttag(7 downto 2)) &
-        pf_cur_ahead(15 downto 4) &
-        pf_cur_free_m1(3) &
-        pf_ext_n_m1(4 downto 3) &
-        pf_land_sq(15 downto 3) &
-        pf_pop_next(15 downto 3) &
-        pf_cur_key(24 downto 22) &
-        pf_ext_k2_m1(3)
+        pf_cur_ahead(15 downto 5) &
+        pf_cur_free_m1(4) &
+        pf_ext_n_m1(5 downto 4) &
+        pf_land_sq(15 downto 4) &
+        pf_pop_next(15 downto 4) &
+        pf_cur_key(27 downto 24) &
+        pf_ext_k2_m1(4)
     );
     pf_use_hit <= pf_hit;
     pf_use_pend <= pf_pend;
@@ -2918,39 +3087,59 @@ begin
     rd_eng_req <= rd_wqe_valid or (g_req_v and (not g_req_slot));
     pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
     pa_parse_wr <= pa_p1_done and pa_p1_last;
-    pa_parse_rd_go <= pf_land_blk_done and b2l(pf_land_blk = "000");
+    pa_parse_rd_go <= pf_land_blk_done and b2l(pf_land_blk = x"0");
     pa_parse_rec <= mux(pa_parse_byp, pa_parse_byp_v, pa_parse_rd);
     pa_blk_bbs <= pa_p1_hdr(19 downto 16);
     pa_blk_first_start <= mux(pa_p1_fresh, "00000", mux(b2l(pa_parse_rec = x"f"), "11111", std_logic_vector'('0' & pa_parse_rec)));
-    pa_parse_cur <= mux(b2l(std_logic_vector'("00" & pa_p1_off) = "00000"), pa_blk_first_start, pa_parse_next);
-    pa_blk_start <= pa_p1_done and b2l(std_logic_vector'("00" & pa_p1_off) = pa_parse_cur);
+    pa_parse_cur <= mux(b2l(std_logic_vector'('0' & pa_p1_off) = "00000"), pa_blk_first_start, pa_parse_next);
+    pa_blk_start <= pa_p1_done and b2l(std_logic_vector'('0' & pa_p1_off) = pa_parse_cur);
     pa_blk_bbs_ok <= (or pa_blk_bbs) and (not b2l(unsigned'(x"8") < unsigned(pa_blk_bbs)));
-    pa_parse_after <= mux(pa_blk_start, mux(pa_blk_bbs_ok, std_logic_vector(unsigned(std_logic_vector'("00" & pa_p1_off)) + unsigned(std_logic_vector'('0' & pa_blk_bbs))), "11111"), pa_parse_cur);
-    pa_parse_rel <= std_logic_vector(unsigned(std_logic_vector(unsigned(pa_parse_after) - unsigned(std_logic_vector'("00" & pa_p1_off)))) - unsigned'("00001"));
+    pa_parse_after <= mux(pa_blk_start, mux(pa_blk_bbs_ok, std_logic_vector(unsigned(std_logic_vector'('0' & pa_p1_off)) + unsigned(std_logic_vector'('0' & pa_blk_bbs))), "11111"), pa_parse_cur);
+    pa_parse_rel <= std_logic_vector(unsigned(std_logic_vector(unsigned(pa_parse_after) - unsigned(std_logic_vector'('0' & pa_p1_off)))) - unsigned'("00001"));
     pa_parse_left <= mux(b2l(pa_parse_after = "11111"), x"f", pa_parse_rel(3 downto 0));
     pa_cand <= (((pa_blk_start and pa_p1_ok) and pa_blk_bbs_ok) and ((((b2l(pa_p1_hdr(7 downto 0) = x"00") or b2l(pa_p1_hdr(7 downto 0) = x"01")) or b2l(pa_p1_hdr(7 downto 0) = x"02")) and (not pa_p1_hdr(11))) and (or pa_p1_hdr(28 downto 24)))) and (or pa_p1_sge0(95 downto 64));
-    pa_cq_wpos <= std_logic_vector(unsigned(pa_cq_count) - unsigned(std_logic_vector'("00" & pa_cq_pop)));
-    pa_cq0_push <= pa_cq_push and b2l(pa_cq_wpos = "000");
-    pa_cq1_push <= pa_cq_push and b2l(pa_cq_wpos = "001");
-    pa_cq2_push <= pa_cq_push and b2l(pa_cq_wpos = "010");
-    pa_cq3_push <= pa_cq_push and b2l(pa_cq_wpos = "011");
-    pa_cq_push <= pa_cand_v and b2l(unsigned(pa_cq_count) < unsigned'("100"));
+    pa_cq_wpos <= std_logic_vector(unsigned(pa_cq_count) - unsigned(std_logic_vector'(x"0" & pa_cq_pop)));
+    pa_cq0_push <= pa_cq_push and b2l(pa_cq_wpos = "00000");
+    pa_cq1_push <= pa_cq_push and b2l(pa_cq_wpos = "00001");
+    pa_cq2_push <= pa_cq_push and b2l(pa_cq_wpos = "00010");
+    pa_cq3_push <= pa_cq_push and b2l(pa_cq_wpos = "00011");
+    pa_cq4_push <= pa_cq_push and b2l(pa_cq_wpos = "00100");
+    pa_cq5_push <= pa_cq_push and b2l(pa_cq_wpos = "00101");
+    pa_cq6_push <= pa_cq_push and b2l(pa_cq_wpos = "00110");
+    pa_cq7_push <= pa_cq_push and b2l(pa_cq_wpos = "00111");
+    pa_cq8_push <= pa_cq_push and b2l(pa_cq_wpos = "01000");
+    pa_cq9_push <= pa_cq_push and b2l(pa_cq_wpos = "01001");
+    pa_cq10_push <= pa_cq_push and b2l(pa_cq_wpos = "01010");
+    pa_cq11_push <= pa_cq_push and b2l(pa_cq_wpos = "01011");
+    pa_cq12_push <= pa_cq_push and b2l(pa_cq_wpos = "01100");
+    pa_cq13_push <= pa_cq_push and b2l(pa_cq_wpos = "01101");
+    pa_cq14_push <= pa_cq_push and b2l(pa_cq_wpos = "01110");
+    pa_cq15_push <= pa_cq_push and b2l(pa_cq_wpos = "01111");
+    pa_cq_push <= pa_cand_v and b2l(unsigned(pa_cq_count) < unsigned'("10000"));
     pa_cq_v <= or pa_cq_count;
     pa_use_qp <= pa_use_slot;
-    pa_use_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_use_qp))));
+    pa_use_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_use_qp))));
     pa_dup <= or std_logic_vector'(
         ((pa_s0_alloc and b2l(pa_s0_qp = pa_cq0_qp)) and b2l(pa_s0_idx = pa_cq0_idx)) &
         ((pa_s1_alloc and b2l(pa_s1_qp = pa_cq0_qp)) and b2l(pa_s1_idx = pa_cq0_idx)) &
         ((pa_s2_alloc and b2l(pa_s2_qp = pa_cq0_qp)) and b2l(pa_s2_idx = pa_cq0_idx)) &
-        ((pa_s3_alloc and b2l(pa_s3_qp = pa_cq0_qp)) and b2l(pa_s3_idx = pa_cq0_idx))
+        ((pa_s3_alloc and b2l(pa_s3_qp = pa_cq0_qp)) and b2l(pa_s3_idx = pa_cq0_idx)) &
+        ((pa_s4_alloc and b2l(pa_s4_qp = pa_cq0_qp)) and b2l(pa_s4_idx = pa_cq0_idx)) &
+        ((pa_s5_alloc and b2l(pa_s5_qp = pa_cq0_qp)) and b2l(pa_s5_idx = pa_cq0_idx)) &
+        ((pa_s6_alloc and b2l(pa_s6_qp = pa_cq0_qp)) and b2l(pa_s6_idx = pa_cq0_idx)) &
+        ((pa_s7_alloc and b2l(pa_s7_qp = pa_cq0_qp)) and b2l(pa_s7_idx = pa_cq0_idx))
     );
     pa_any_free <= or std_logic_vector'(
         (((not pa_s0_alloc) and (not pa_s0_inflight)) and (not (pa_src and pa_use_1h(0)))) &
         (((not pa_s1_alloc) and (not pa_s1_inflight)) and (not (pa_src and pa_use_1h(1)))) &
         (((not pa_s2_alloc) and (not pa_s2_inflight)) and (not (pa_src and pa_use_1h(2)))) &
-        (((not pa_s3_alloc) and (not pa_s3_inflight)) and (not (pa_src and pa_use_1h(3))))
+        (((not pa_s3_alloc) and (not pa_s3_inflight)) and (not (pa_src and pa_use_1h(3)))) &
+        (((not pa_s4_alloc) and (not pa_s4_inflight)) and (not (pa_src and pa_use_1h(4)))) &
+        (((not pa_s5_alloc) and (not pa_s5_inflight)) and (not (pa_src and pa_use_1h(5)))) &
+        (((not pa_s6_alloc) and (not pa_s6_inflight)) and (not (pa_src and pa_use_1h(6)))) &
+        (((not pa_s7_alloc) and (not pa_s7_inflight)) and (not (pa_src and pa_use_1h(7))))
     );
-    pa_free_sel <= mux(((not pa_s0_alloc) and (not pa_s0_inflight)) and (not (pa_src and pa_use_1h(0))), "00", mux(((not pa_s1_alloc) and (not pa_s1_inflight)) and (not (pa_src and pa_use_1h(1))), "01", mux(((not pa_s2_alloc) and (not pa_s2_inflight)) and (not (pa_src and pa_use_1h(2))), "10", "11")));
+    pa_free_sel <= mux(((not pa_s0_alloc) and (not pa_s0_inflight)) and (not (pa_src and pa_use_1h(0))), "000", mux(((not pa_s1_alloc) and (not pa_s1_inflight)) and (not (pa_src and pa_use_1h(1))), "001", mux(((not pa_s2_alloc) and (not pa_s2_inflight)) and (not (pa_src and pa_use_1h(2))), "010", mux(((not pa_s3_alloc) and (not pa_s3_inflight)) and (not (pa_src and pa_use_1h(3))), "011", mux(((not pa_s4_alloc) and (not pa_s4_inflight)) and (not (pa_src and pa_use_1h(4))), "100", mux(((not pa_s5_alloc) and (not pa_s5_inflight)) and (not (pa_src and pa_use_1h(5))), "101", mux(((not pa_s6_alloc) and (not pa_s6_inflight)) and (not (pa_src and pa_use_1h(6))), "110", "111")))))));
     pa_idle <= b2l(pa_state = "00");
     pa_chk_v <= (((pa_idle and pa_cq_v) and (not pa_dup)) and pa_any_free) and (not (ck_req or g_look));
     pa_look_go <= pa_chk_v and m_chk_ready;
@@ -2960,29 +3149,38 @@ begin
     pa_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
     pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_pg_left))), s_chk_run(12 downto 0), pa_pg_left);
     pa_cur_qp <= pa_slot;
-    pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_cur_qp))));
+    pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
     pa_cur_alloc <= or std_logic_vector'(
         (pa_cur_1h(0) and pa_s0_alloc) &
         (pa_cur_1h(1) and pa_s1_alloc) &
         (pa_cur_1h(2) and pa_s2_alloc) &
-        (pa_cur_1h(3) and pa_s3_alloc)
+        (pa_cur_1h(3) and pa_s3_alloc) &
+        (pa_cur_1h(4) and pa_s4_alloc) &
+        (pa_cur_1h(5) and pa_s5_alloc) &
+        (pa_cur_1h(6) and pa_s6_alloc) &
+        (pa_cur_1h(7) and pa_s7_alloc)
     );
     pa_rd_ask <= b2l(pa_state = "10") and pa_cur_alloc;
     pa_rd_go <= pa_rd_ask and pa_grant;
     pa_rd_len <= std_logic_vector(unsigned(std_logic_vector'(
         "000" &
-        mux(pa_slot(1), mux(pa_slot(0), pa_s3_n, pa_s2_n), mux(pa_slot(0), pa_s1_n, pa_s0_n))
+        mux(pa_slot(2), mux(pa_slot(1), mux(pa_slot(0), pa_s7_n, pa_s6_n), mux(pa_slot(0), pa_s5_n, pa_s4_n)), mux(pa_slot(1),
+            mux(pa_slot(0), pa_s3_n, pa_s2_n), mux(pa_slot(0), pa_s1_n, pa_s0_n)))
     )) - unsigned'(x"0001"));
     pa_beat <= rd_tvalid_all and rd_ttag(2);
     pa_land_last <= pa_beat and rd_tlast;
-    pa_flight_wpos <= std_logic_vector(unsigned(pa_flight_count) - unsigned(std_logic_vector'("00" & pa_land_last)));
-    pa_flight0_push <= pa_rd_go and b2l(pa_flight_wpos = "000");
-    pa_flight1_push <= pa_rd_go and b2l(pa_flight_wpos = "001");
-    pa_flight2_push <= pa_rd_go and b2l(pa_flight_wpos = "010");
-    pa_flight3_push <= pa_rd_go and b2l(pa_flight_wpos = "011");
+    pa_flight_wpos <= std_logic_vector(unsigned(pa_flight_count) - unsigned(std_logic_vector'("000" & pa_land_last)));
+    pa_flight0_push <= pa_rd_go and b2l(pa_flight_wpos = x"0");
+    pa_flight1_push <= pa_rd_go and b2l(pa_flight_wpos = x"1");
+    pa_flight2_push <= pa_rd_go and b2l(pa_flight_wpos = x"2");
+    pa_flight3_push <= pa_rd_go and b2l(pa_flight_wpos = x"3");
+    pa_flight4_push <= pa_rd_go and b2l(pa_flight_wpos = x"4");
+    pa_flight5_push <= pa_rd_go and b2l(pa_flight_wpos = x"5");
+    pa_flight6_push <= pa_rd_go and b2l(pa_flight_wpos = x"6");
+    pa_flight7_push <= pa_rd_go and b2l(pa_flight_wpos = x"7");
     pa_land_bad <= (pa_land_err or rd_terr) or rd_berr;
     pa_land_qp <= pa_flight0_slot;
-    pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_land_qp))));
+    pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_land_qp))));
     pa_hit_any <= or std_logic_vector'(
         (((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
             and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not
@@ -2995,7 +3193,19 @@ begin
             pa_s2_bad)) &
         (((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
             and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not
-            pa_s3_bad))
+            pa_s3_bad)) &
+        (((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not
+            pa_s4_bad)) &
+        (((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not
+            pa_s5_bad)) &
+        (((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not
+            pa_s6_bad)) &
+        (((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_landed) and (not
+            pa_s7_bad))
     );
     pa_hit <= (g_req_first and (not rsp_mode)) and pa_hit_any;
     pa_wait <= (g_req_first and (not rsp_mode)) and (or std_logic_vector'(
@@ -3006,14 +3216,22 @@ begin
         ((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
             and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_inflight) &
         ((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
-            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_inflight)
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_inflight) &
+        ((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_inflight) &
+        ((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_inflight) &
+        ((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_inflight) &
+        ((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_inflight)
     ));
-    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not pa_s0_bad), "00", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not pa_s1_bad), "01", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not pa_s2_bad), "10", "11")));
+    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
     pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
     pa_hit_go <= pa_first_go and pa_hit_any;
     pa_hit_qp <= pa_hit_sel;
-    pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 4), to_integer(unsigned(pa_hit_qp))));
-    pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n))) - unsigned'("0000000000001"));
+    pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_hit_qp))));
+    pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(2), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s7_n, pa_s6_n), mux(pa_use_slot(0), pa_s5_n, pa_s4_n)), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n)))) - unsigned'("0000000000001"));
     pa_last <= b2l(pa_ptr = pa_use_n(11 downto 3));
     pa_take <= pa_src and (pk_take and pa_g_src);
     pa_use_end <= pa_take and pa_last;
@@ -3028,18 +3246,30 @@ begin
         b2l(unsigned'(x"1") < unsigned(pa_keep_last_n)) &
         b2l(unsigned'(x"0") < unsigned(pa_keep_last_n))
     );
-    pa_s0_new <= pa_look_go and b2l(pa_free_sel = "00");
+    pa_s0_new <= pa_look_go and b2l(pa_free_sel = "000");
     pa_s0_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s0_idx));
     pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
-    pa_s1_new <= pa_look_go and b2l(pa_free_sel = "01");
+    pa_s1_new <= pa_look_go and b2l(pa_free_sel = "001");
     pa_s1_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s1_idx));
     pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
-    pa_s2_new <= pa_look_go and b2l(pa_free_sel = "10");
+    pa_s2_new <= pa_look_go and b2l(pa_free_sel = "010");
     pa_s2_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s2_idx));
     pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
-    pa_s3_new <= pa_look_go and b2l(pa_free_sel = "11");
+    pa_s3_new <= pa_look_go and b2l(pa_free_sel = "011");
     pa_s3_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s3_idx));
     pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
+    pa_s4_new <= pa_look_go and b2l(pa_free_sel = "100");
+    pa_s4_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s4_idx));
+    pa_s4_drop <= (not (pa_src and pa_use_1h(4))) and ((((cmd_go and b2l(pa_s4_qp = cmd_num)) or (((wqe_go and b2l(pa_s4_qp = cur_qp)) and (or pa_s4_behind)) and (not pa_s4_behind(15)))) or ((pa_first_go and ((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(4))))) or ((pa_verdict and pa_cur_1h(4)) and (not pa_verdict_ok)));
+    pa_s5_new <= pa_look_go and b2l(pa_free_sel = "101");
+    pa_s5_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s5_idx));
+    pa_s5_drop <= (not (pa_src and pa_use_1h(5))) and ((((cmd_go and b2l(pa_s5_qp = cmd_num)) or (((wqe_go and b2l(pa_s5_qp = cur_qp)) and (or pa_s5_behind)) and (not pa_s5_behind(15)))) or ((pa_first_go and ((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(5))))) or ((pa_verdict and pa_cur_1h(5)) and (not pa_verdict_ok)));
+    pa_s6_new <= pa_look_go and b2l(pa_free_sel = "110");
+    pa_s6_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s6_idx));
+    pa_s6_drop <= (not (pa_src and pa_use_1h(6))) and ((((cmd_go and b2l(pa_s6_qp = cmd_num)) or (((wqe_go and b2l(pa_s6_qp = cur_qp)) and (or pa_s6_behind)) and (not pa_s6_behind(15)))) or ((pa_first_go and ((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(6))))) or ((pa_verdict and pa_cur_1h(6)) and (not pa_verdict_ok)));
+    pa_s7_new <= pa_look_go and b2l(pa_free_sel = "111");
+    pa_s7_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s7_idx));
+    pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
     pa_g_hit <= pa_hit;
     pa_g_wait <= pa_wait;
     pa_g_src <= pa_src;
@@ -3049,8 +3279,8 @@ begin
     pa_grant <= ((pa_rd_ask and (not rd_eng_req)) and (not pf_req_v)) and rd_req_ready;
     rd_tvalid <= (rd_tvalid_all and (not pf_beat)) and (not pa_beat);
     rd_req_valid <= (rd_eng_req or pf_req_v) or pa_rd_ask;
-    rd_req_addr <= mux(g_req_v and (not g_req_slot), g_addr, mux(rd_wqe_valid, rd_wqe_addr, mux(pf_req_v, pf_req_addr, mux(pa_slot(1), mux(pa_slot(0), pa_s3_addr, pa_s2_addr), mux(pa_slot(0), pa_s1_addr, pa_s0_addr)))));
-    rd_req_len <= mux(g_req_v and (not g_req_slot), g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_v, std_logic_vector'("0000000" & pf_req_cnt & "111111"), pa_rd_len)));
+    rd_req_addr <= mux(g_req_v and (not g_req_slot), g_addr, mux(rd_wqe_valid, rd_wqe_addr, mux(pf_req_v, pf_req_addr, mux(pa_slot(2), mux(pa_slot(1), mux(pa_slot(0), pa_s7_addr, pa_s6_addr), mux(pa_slot(0), pa_s5_addr, pa_s4_addr)), mux(pa_slot(1), mux(pa_slot(0), pa_s3_addr, pa_s2_addr), mux(pa_slot(0), pa_s1_addr, pa_s0_addr))))));
+    rd_req_len <= mux(g_req_v and (not g_req_slot), g_rd_len(15 downto 0), mux(rd_wqe_valid, rd_wqe_len, mux(pf_req_v, std_logic_vector'("000000" & pf_req_cnt & "111111"), pa_rd_len)));
     rd_req_tag <= mux(g_req_v and (not g_req_slot), x"01", mux(rd_wqe_valid, x"00", mux(pf_req_v, x"02", x"04")));
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
@@ -7222,9 +7452,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pf_land_beat <= "000000";
+                pf_land_beat <= "0000000";
             elsif pf_beat = '1' then
-                pf_land_beat <= mux(pf_land, "000000", std_logic_vector(unsigned(pf_land_beat) + unsigned'("000001")));
+                pf_land_beat <= mux(pf_land, "0000000", std_logic_vector(unsigned(pf_land_beat) + unsigned'("0000001")));
             end if;
         end if;
     end process;
@@ -7277,7 +7507,7 @@ begin
             if rst = '1' then
                 pf_hit <= '0';
             elsif ctx_load = '1' then
-                pf_hit <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))));
+                pf_hit <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(19 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(27 downto 24))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(23 downto 20))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))))));
             end if;
         end if;
     end process;
@@ -7288,7 +7518,7 @@ begin
             if rst = '1' then
                 pf_hit_two <= '0';
             elsif ctx_load = '1' then
-                pf_hit_two <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(18 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))));
+                pf_hit_two <= (pf_pop_valid and (not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(19 downto 16))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))) and (not mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(27 downto 24))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(23 downto 20))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(pf_pop_next1))) - unsigned'(x"0001")))))));
             end if;
         end if;
     end process;
@@ -7321,7 +7551,7 @@ begin
             if rst = '1' then
                 pf_pend <= '0';
             elsif ctx_load = '1' then
-                pf_pend <= pf_pop_pending and mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(24 downto 22))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'("0000000000000" & pf_tag_rd(21 downto 19))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))))));
+                pf_pend <= pf_pop_pending and mux(pf_pop_inflight2, not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(27 downto 24))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001")))), pf_pop_inflight and (not b2l(unsigned(std_logic_vector'(x"000" & pf_tag_rd(23 downto 20))) < unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(pf_tag_rd(15 downto 0)) - unsigned(ctx_next_ld))) - unsigned'(x"0001"))))));
             end if;
         end if;
     end process;
@@ -7490,7 +7720,7 @@ begin
     begin
         if rising_edge(clk) then
             if pa_cand = '1' then
-                pa_cand_idx <= std_logic_vector(unsigned(pa_p1_idx) + unsigned(std_logic_vector'("0000000000000" & pa_p1_off)));
+                pa_cand_idx <= std_logic_vector(unsigned(pa_p1_idx) + unsigned(std_logic_vector'(x"000" & pa_p1_off)));
             end if;
         end if;
     end process;
@@ -7526,9 +7756,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pa_cq_count <= "000";
+                pa_cq_count <= "00000";
             else
-                pa_cq_count <= std_logic_vector(unsigned(pa_cq_wpos) + unsigned(std_logic_vector'("00" & pa_cq_push)));
+                pa_cq_count <= std_logic_vector(unsigned(pa_cq_wpos) + unsigned(std_logic_vector'(x"0" & pa_cq_push)));
             end if;
         end if;
     end process;
@@ -7536,168 +7766,672 @@ begin
     pa_cq0_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_qp <= mux(pa_cq0_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_qp, pa_cq0_qp))));
+            pa_cq0_qp <= mux(pa_cq0_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_qp, pa_cq0_qp))))))))))))))));
         end if;
     end process;
 
     pa_cq0_idx_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_idx <= mux(pa_cq0_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_idx, pa_cq0_idx))));
+            pa_cq0_idx <= mux(pa_cq0_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_idx, pa_cq0_idx))))))))))))))));
         end if;
     end process;
 
     pa_cq0_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_addr <= mux(pa_cq0_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_addr, pa_cq0_addr))));
+            pa_cq0_addr <= mux(pa_cq0_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_addr, pa_cq0_addr))))))))))))))));
         end if;
     end process;
 
     pa_cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_len <= mux(pa_cq0_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_len, pa_cq0_len))));
+            pa_cq0_len <= mux(pa_cq0_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_len, pa_cq0_len))))))))))))))));
         end if;
     end process;
 
     pa_cq0_lkey_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_lkey <= mux(pa_cq0_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_lkey, pa_cq0_lkey))));
+            pa_cq0_lkey <= mux(pa_cq0_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_lkey, pa_cq0_lkey))))))))))))))));
         end if;
     end process;
 
     pa_cq0_pd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq0_pd <= mux(pa_cq0_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq1_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq2_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "011"), pa_cq3_pd, pa_cq0_pd))));
+            pa_cq0_pd <= mux(pa_cq0_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq1_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq2_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq3_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq4_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq5_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01111"), pa_cq15_pd, pa_cq0_pd))))))))))))))));
         end if;
     end process;
 
     pa_cq1_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_qp <= mux(pa_cq1_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_qp, pa_cq1_qp)));
+            pa_cq1_qp <= mux(pa_cq1_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_qp, pa_cq1_qp)))))))))))))));
         end if;
     end process;
 
     pa_cq1_idx_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_idx <= mux(pa_cq1_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_idx, pa_cq1_idx)));
+            pa_cq1_idx <= mux(pa_cq1_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_idx, pa_cq1_idx)))))))))))))));
         end if;
     end process;
 
     pa_cq1_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_addr <= mux(pa_cq1_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_addr, pa_cq1_addr)));
+            pa_cq1_addr <= mux(pa_cq1_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_addr, pa_cq1_addr)))))))))))))));
         end if;
     end process;
 
     pa_cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_len <= mux(pa_cq1_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_len, pa_cq1_len)));
+            pa_cq1_len <= mux(pa_cq1_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_len, pa_cq1_len)))))))))))))));
         end if;
     end process;
 
     pa_cq1_lkey_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_lkey <= mux(pa_cq1_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_lkey, pa_cq1_lkey)));
+            pa_cq1_lkey <= mux(pa_cq1_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_lkey, pa_cq1_lkey)))))))))))))));
         end if;
     end process;
 
     pa_cq1_pd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq1_pd <= mux(pa_cq1_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq2_pd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "010"), pa_cq3_pd, pa_cq1_pd)));
+            pa_cq1_pd <= mux(pa_cq1_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq2_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq3_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq4_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq5_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01110"), pa_cq15_pd, pa_cq1_pd)))))))))))))));
         end if;
     end process;
 
     pa_cq2_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_qp <= mux(pa_cq2_push, pa_cand_qp, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_qp, pa_cq2_qp));
+            pa_cq2_qp <= mux(pa_cq2_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_qp, pa_cq2_qp))))))))))))));
         end if;
     end process;
 
     pa_cq2_idx_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_idx <= mux(pa_cq2_push, pa_cand_idx, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_idx, pa_cq2_idx));
+            pa_cq2_idx <= mux(pa_cq2_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_idx, pa_cq2_idx))))))))))))));
         end if;
     end process;
 
     pa_cq2_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_addr <= mux(pa_cq2_push, pa_cand_addr, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_addr, pa_cq2_addr));
+            pa_cq2_addr <= mux(pa_cq2_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_addr, pa_cq2_addr))))))))))))));
         end if;
     end process;
 
     pa_cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_len <= mux(pa_cq2_push, pa_cand_len, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_len, pa_cq2_len));
+            pa_cq2_len <= mux(pa_cq2_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_len, pa_cq2_len))))))))))))));
         end if;
     end process;
 
     pa_cq2_lkey_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_lkey <= mux(pa_cq2_push, pa_cand_lkey, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_lkey, pa_cq2_lkey));
+            pa_cq2_lkey <= mux(pa_cq2_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_lkey, pa_cq2_lkey))))))))))))));
         end if;
     end process;
 
     pa_cq2_pd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq2_pd <= mux(pa_cq2_push, pa_pd_rd, mux(b2l(std_logic_vector'("00" & pa_cq_pop) = "001"), pa_cq3_pd, pa_cq2_pd));
+            pa_cq2_pd <= mux(pa_cq2_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq3_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq4_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq5_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01101"), pa_cq15_pd, pa_cq2_pd))))))))))))));
         end if;
     end process;
 
     pa_cq3_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_qp <= mux(pa_cq3_push, pa_cand_qp, pa_cq3_qp);
+            pa_cq3_qp <= mux(pa_cq3_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_qp, pa_cq3_qp)))))))))))));
         end if;
     end process;
 
     pa_cq3_idx_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_idx <= mux(pa_cq3_push, pa_cand_idx, pa_cq3_idx);
+            pa_cq3_idx <= mux(pa_cq3_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_idx, pa_cq3_idx)))))))))))));
         end if;
     end process;
 
     pa_cq3_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_addr <= mux(pa_cq3_push, pa_cand_addr, pa_cq3_addr);
+            pa_cq3_addr <= mux(pa_cq3_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_addr, pa_cq3_addr)))))))))))));
         end if;
     end process;
 
     pa_cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_len <= mux(pa_cq3_push, pa_cand_len, pa_cq3_len);
+            pa_cq3_len <= mux(pa_cq3_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_len, pa_cq3_len)))))))))))));
         end if;
     end process;
 
     pa_cq3_lkey_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_lkey <= mux(pa_cq3_push, pa_cand_lkey, pa_cq3_lkey);
+            pa_cq3_lkey <= mux(pa_cq3_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_lkey, pa_cq3_lkey)))))))))))));
         end if;
     end process;
 
     pa_cq3_pd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_cq3_pd <= mux(pa_cq3_push, pa_pd_rd, pa_cq3_pd);
+            pa_cq3_pd <= mux(pa_cq3_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq4_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq5_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01100"), pa_cq15_pd, pa_cq3_pd)))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_qp <= mux(pa_cq4_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_qp, pa_cq4_qp))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_idx <= mux(pa_cq4_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_idx, pa_cq4_idx))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_addr <= mux(pa_cq4_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_addr, pa_cq4_addr))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_len <= mux(pa_cq4_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_len, pa_cq4_len))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_lkey <= mux(pa_cq4_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_lkey, pa_cq4_lkey))))))))))));
+        end if;
+    end process;
+
+    pa_cq4_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq4_pd <= mux(pa_cq4_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq5_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01011"), pa_cq15_pd, pa_cq4_pd))))))))))));
+        end if;
+    end process;
+
+    pa_cq5_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_qp <= mux(pa_cq5_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_qp, pa_cq5_qp)))))))))));
+        end if;
+    end process;
+
+    pa_cq5_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_idx <= mux(pa_cq5_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_idx, pa_cq5_idx)))))))))));
+        end if;
+    end process;
+
+    pa_cq5_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_addr <= mux(pa_cq5_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_addr, pa_cq5_addr)))))))))));
+        end if;
+    end process;
+
+    pa_cq5_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_len <= mux(pa_cq5_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_len, pa_cq5_len)))))))))));
+        end if;
+    end process;
+
+    pa_cq5_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_lkey <= mux(pa_cq5_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_lkey, pa_cq5_lkey)))))))))));
+        end if;
+    end process;
+
+    pa_cq5_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq5_pd <= mux(pa_cq5_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq6_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01010"), pa_cq15_pd, pa_cq5_pd)))))))))));
+        end if;
+    end process;
+
+    pa_cq6_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_qp <= mux(pa_cq6_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_qp, pa_cq6_qp))))))))));
+        end if;
+    end process;
+
+    pa_cq6_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_idx <= mux(pa_cq6_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_idx, pa_cq6_idx))))))))));
+        end if;
+    end process;
+
+    pa_cq6_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_addr <= mux(pa_cq6_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_addr, pa_cq6_addr))))))))));
+        end if;
+    end process;
+
+    pa_cq6_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_len <= mux(pa_cq6_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_len, pa_cq6_len))))))))));
+        end if;
+    end process;
+
+    pa_cq6_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_lkey <= mux(pa_cq6_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_lkey, pa_cq6_lkey))))))))));
+        end if;
+    end process;
+
+    pa_cq6_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq6_pd <= mux(pa_cq6_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq7_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01001"), pa_cq15_pd, pa_cq6_pd))))))))));
+        end if;
+    end process;
+
+    pa_cq7_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_qp <= mux(pa_cq7_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_qp, pa_cq7_qp)))))))));
+        end if;
+    end process;
+
+    pa_cq7_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_idx <= mux(pa_cq7_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_idx, pa_cq7_idx)))))))));
+        end if;
+    end process;
+
+    pa_cq7_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_addr <= mux(pa_cq7_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_addr, pa_cq7_addr)))))))));
+        end if;
+    end process;
+
+    pa_cq7_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_len <= mux(pa_cq7_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_len, pa_cq7_len)))))))));
+        end if;
+    end process;
+
+    pa_cq7_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_lkey <= mux(pa_cq7_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_lkey, pa_cq7_lkey)))))))));
+        end if;
+    end process;
+
+    pa_cq7_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq7_pd <= mux(pa_cq7_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq8_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "01000"), pa_cq15_pd, pa_cq7_pd)))))))));
+        end if;
+    end process;
+
+    pa_cq8_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_qp <= mux(pa_cq8_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_qp, pa_cq8_qp))))))));
+        end if;
+    end process;
+
+    pa_cq8_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_idx <= mux(pa_cq8_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_idx, pa_cq8_idx))))))));
+        end if;
+    end process;
+
+    pa_cq8_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_addr <= mux(pa_cq8_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_addr, pa_cq8_addr))))))));
+        end if;
+    end process;
+
+    pa_cq8_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_len <= mux(pa_cq8_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_len, pa_cq8_len))))))));
+        end if;
+    end process;
+
+    pa_cq8_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_lkey <= mux(pa_cq8_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_lkey, pa_cq8_lkey))))))));
+        end if;
+    end process;
+
+    pa_cq8_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq8_pd <= mux(pa_cq8_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq9_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00111"), pa_cq15_pd, pa_cq8_pd))))))));
+        end if;
+    end process;
+
+    pa_cq9_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_qp <= mux(pa_cq9_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_qp, pa_cq9_qp)))))));
+        end if;
+    end process;
+
+    pa_cq9_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_idx <= mux(pa_cq9_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_idx, pa_cq9_idx)))))));
+        end if;
+    end process;
+
+    pa_cq9_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_addr <= mux(pa_cq9_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_addr, pa_cq9_addr)))))));
+        end if;
+    end process;
+
+    pa_cq9_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_len <= mux(pa_cq9_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_len, pa_cq9_len)))))));
+        end if;
+    end process;
+
+    pa_cq9_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_lkey <= mux(pa_cq9_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_lkey, pa_cq9_lkey)))))));
+        end if;
+    end process;
+
+    pa_cq9_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq9_pd <= mux(pa_cq9_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq10_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00110"), pa_cq15_pd, pa_cq9_pd)))))));
+        end if;
+    end process;
+
+    pa_cq10_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_qp <= mux(pa_cq10_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_qp, pa_cq10_qp))))));
+        end if;
+    end process;
+
+    pa_cq10_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_idx <= mux(pa_cq10_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_idx, pa_cq10_idx))))));
+        end if;
+    end process;
+
+    pa_cq10_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_addr <= mux(pa_cq10_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_addr, pa_cq10_addr))))));
+        end if;
+    end process;
+
+    pa_cq10_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_len <= mux(pa_cq10_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_len, pa_cq10_len))))));
+        end if;
+    end process;
+
+    pa_cq10_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_lkey <= mux(pa_cq10_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_lkey, pa_cq10_lkey))))));
+        end if;
+    end process;
+
+    pa_cq10_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq10_pd <= mux(pa_cq10_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq11_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00101"), pa_cq15_pd, pa_cq10_pd))))));
+        end if;
+    end process;
+
+    pa_cq11_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_qp <= mux(pa_cq11_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_qp, pa_cq11_qp)))));
+        end if;
+    end process;
+
+    pa_cq11_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_idx <= mux(pa_cq11_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_idx, pa_cq11_idx)))));
+        end if;
+    end process;
+
+    pa_cq11_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_addr <= mux(pa_cq11_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_addr, pa_cq11_addr)))));
+        end if;
+    end process;
+
+    pa_cq11_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_len <= mux(pa_cq11_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_len, pa_cq11_len)))));
+        end if;
+    end process;
+
+    pa_cq11_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_lkey <= mux(pa_cq11_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_lkey, pa_cq11_lkey)))));
+        end if;
+    end process;
+
+    pa_cq11_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq11_pd <= mux(pa_cq11_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq12_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00100"), pa_cq15_pd, pa_cq11_pd)))));
+        end if;
+    end process;
+
+    pa_cq12_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_qp <= mux(pa_cq12_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_qp, pa_cq12_qp))));
+        end if;
+    end process;
+
+    pa_cq12_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_idx <= mux(pa_cq12_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_idx, pa_cq12_idx))));
+        end if;
+    end process;
+
+    pa_cq12_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_addr <= mux(pa_cq12_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_addr, pa_cq12_addr))));
+        end if;
+    end process;
+
+    pa_cq12_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_len <= mux(pa_cq12_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_len, pa_cq12_len))));
+        end if;
+    end process;
+
+    pa_cq12_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_lkey <= mux(pa_cq12_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_lkey, pa_cq12_lkey))));
+        end if;
+    end process;
+
+    pa_cq12_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq12_pd <= mux(pa_cq12_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq13_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00011"), pa_cq15_pd, pa_cq12_pd))));
+        end if;
+    end process;
+
+    pa_cq13_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_qp <= mux(pa_cq13_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_qp, pa_cq13_qp)));
+        end if;
+    end process;
+
+    pa_cq13_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_idx <= mux(pa_cq13_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_idx, pa_cq13_idx)));
+        end if;
+    end process;
+
+    pa_cq13_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_addr <= mux(pa_cq13_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_addr, pa_cq13_addr)));
+        end if;
+    end process;
+
+    pa_cq13_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_len <= mux(pa_cq13_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_len, pa_cq13_len)));
+        end if;
+    end process;
+
+    pa_cq13_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_lkey <= mux(pa_cq13_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_lkey, pa_cq13_lkey)));
+        end if;
+    end process;
+
+    pa_cq13_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq13_pd <= mux(pa_cq13_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq14_pd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00010"), pa_cq15_pd, pa_cq13_pd)));
+        end if;
+    end process;
+
+    pa_cq14_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_qp <= mux(pa_cq14_push, pa_cand_qp, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_qp, pa_cq14_qp));
+        end if;
+    end process;
+
+    pa_cq14_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_idx <= mux(pa_cq14_push, pa_cand_idx, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_idx, pa_cq14_idx));
+        end if;
+    end process;
+
+    pa_cq14_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_addr <= mux(pa_cq14_push, pa_cand_addr, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_addr, pa_cq14_addr));
+        end if;
+    end process;
+
+    pa_cq14_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_len <= mux(pa_cq14_push, pa_cand_len, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_len, pa_cq14_len));
+        end if;
+    end process;
+
+    pa_cq14_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_lkey <= mux(pa_cq14_push, pa_cand_lkey, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_lkey, pa_cq14_lkey));
+        end if;
+    end process;
+
+    pa_cq14_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq14_pd <= mux(pa_cq14_push, pa_pd_rd, mux(b2l(std_logic_vector'(x"0" & pa_cq_pop) = "00001"), pa_cq15_pd, pa_cq14_pd));
+        end if;
+    end process;
+
+    pa_cq15_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_qp <= mux(pa_cq15_push, pa_cand_qp, pa_cq15_qp);
+        end if;
+    end process;
+
+    pa_cq15_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_idx <= mux(pa_cq15_push, pa_cand_idx, pa_cq15_idx);
+        end if;
+    end process;
+
+    pa_cq15_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_addr <= mux(pa_cq15_push, pa_cand_addr, pa_cq15_addr);
+        end if;
+    end process;
+
+    pa_cq15_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_len <= mux(pa_cq15_push, pa_cand_len, pa_cq15_len);
+        end if;
+    end process;
+
+    pa_cq15_lkey_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_lkey <= mux(pa_cq15_push, pa_cand_lkey, pa_cq15_lkey);
+        end if;
+    end process;
+
+    pa_cq15_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_cq15_pd <= mux(pa_cq15_push, pa_pd_rd, pa_cq15_pd);
         end if;
     end process;
 
@@ -7725,9 +8459,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pa_flight_count <= "000";
+                pa_flight_count <= x"0";
             else
-                pa_flight_count <= std_logic_vector(unsigned(pa_flight_wpos) + unsigned(std_logic_vector'("00" & pa_rd_go)));
+                pa_flight_count <= std_logic_vector(unsigned(pa_flight_wpos) + unsigned(std_logic_vector'("000" & pa_rd_go)));
             end if;
         end if;
     end process;
@@ -7735,28 +8469,56 @@ begin
     pa_flight0_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_flight0_slot <= mux(pa_flight0_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight1_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "010"), pa_flight2_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "011"), pa_flight3_slot, pa_flight0_slot))));
+            pa_flight0_slot <= mux(pa_flight0_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight1_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight2_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"3"), pa_flight3_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"4"), pa_flight4_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"5"), pa_flight5_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"6"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"7"), pa_flight7_slot, pa_flight0_slot))))))));
         end if;
     end process;
 
     pa_flight1_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_flight1_slot <= mux(pa_flight1_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight2_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "010"), pa_flight3_slot, pa_flight1_slot)));
+            pa_flight1_slot <= mux(pa_flight1_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight2_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight3_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"3"), pa_flight4_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"4"), pa_flight5_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"5"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"6"), pa_flight7_slot, pa_flight1_slot)))))));
         end if;
     end process;
 
     pa_flight2_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_flight2_slot <= mux(pa_flight2_push, pa_slot, mux(b2l(std_logic_vector'("00" & pa_land_last) = "001"), pa_flight3_slot, pa_flight2_slot));
+            pa_flight2_slot <= mux(pa_flight2_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight3_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight4_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"3"), pa_flight5_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"4"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"5"), pa_flight7_slot, pa_flight2_slot))))));
         end if;
     end process;
 
     pa_flight3_slot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_flight3_slot <= mux(pa_flight3_push, pa_slot, pa_flight3_slot);
+            pa_flight3_slot <= mux(pa_flight3_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight4_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight5_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"3"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"4"), pa_flight7_slot, pa_flight3_slot)))));
+        end if;
+    end process;
+
+    pa_flight4_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight4_slot <= mux(pa_flight4_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight5_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"3"), pa_flight7_slot, pa_flight4_slot))));
+        end if;
+    end process;
+
+    pa_flight5_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight5_slot <= mux(pa_flight5_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight6_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"2"), pa_flight7_slot, pa_flight5_slot)));
+        end if;
+    end process;
+
+    pa_flight6_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight6_slot <= mux(pa_flight6_push, pa_slot, mux(b2l(std_logic_vector'("000" & pa_land_last) = x"1"), pa_flight7_slot, pa_flight6_slot));
+        end if;
+    end process;
+
+    pa_flight7_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_flight7_slot <= mux(pa_flight7_push, pa_slot, pa_flight7_slot);
         end if;
     end process;
 
@@ -8138,6 +8900,326 @@ begin
                 pa_s3_bad <= '0';
             else
                 pa_s3_bad <= (not pa_s3_new) and (((pa_land_last and pa_land_1h(3)) and pa_land_bad) or pa_s3_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s4_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s4_alloc <= '0';
+            else
+                pa_s4_alloc <= pa_s4_new or ((pa_s4_alloc and (not pa_s4_drop)) and (not (pa_use_end and pa_use_1h(4))));
+            end if;
+        end if;
+    end process;
+
+    pa_s4_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s4_new = '1' then
+                pa_s4_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s4_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s4_new = '1' then
+                pa_s4_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s4_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
+                pa_s4_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s4_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
+                pa_s4_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s4_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s4_inflight <= '0';
+            else
+                pa_s4_inflight <= (pa_rd_go and pa_cur_1h(4)) or (pa_s4_inflight and (not (pa_land_last and pa_land_1h(4))));
+            end if;
+        end if;
+    end process;
+
+    pa_s4_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s4_landed <= '0';
+            else
+                pa_s4_landed <= (not pa_s4_new) and ((pa_land_last and pa_land_1h(4)) or pa_s4_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s4_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s4_bad <= '0';
+            else
+                pa_s4_bad <= (not pa_s4_new) and (((pa_land_last and pa_land_1h(4)) and pa_land_bad) or pa_s4_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s5_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s5_alloc <= '0';
+            else
+                pa_s5_alloc <= pa_s5_new or ((pa_s5_alloc and (not pa_s5_drop)) and (not (pa_use_end and pa_use_1h(5))));
+            end if;
+        end if;
+    end process;
+
+    pa_s5_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s5_new = '1' then
+                pa_s5_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s5_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s5_new = '1' then
+                pa_s5_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s5_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
+                pa_s5_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s5_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
+                pa_s5_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s5_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s5_inflight <= '0';
+            else
+                pa_s5_inflight <= (pa_rd_go and pa_cur_1h(5)) or (pa_s5_inflight and (not (pa_land_last and pa_land_1h(5))));
+            end if;
+        end if;
+    end process;
+
+    pa_s5_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s5_landed <= '0';
+            else
+                pa_s5_landed <= (not pa_s5_new) and ((pa_land_last and pa_land_1h(5)) or pa_s5_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s5_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s5_bad <= '0';
+            else
+                pa_s5_bad <= (not pa_s5_new) and (((pa_land_last and pa_land_1h(5)) and pa_land_bad) or pa_s5_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s6_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s6_alloc <= '0';
+            else
+                pa_s6_alloc <= pa_s6_new or ((pa_s6_alloc and (not pa_s6_drop)) and (not (pa_use_end and pa_use_1h(6))));
+            end if;
+        end if;
+    end process;
+
+    pa_s6_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s6_new = '1' then
+                pa_s6_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s6_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s6_new = '1' then
+                pa_s6_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s6_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
+                pa_s6_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s6_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
+                pa_s6_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s6_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s6_inflight <= '0';
+            else
+                pa_s6_inflight <= (pa_rd_go and pa_cur_1h(6)) or (pa_s6_inflight and (not (pa_land_last and pa_land_1h(6))));
+            end if;
+        end if;
+    end process;
+
+    pa_s6_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s6_landed <= '0';
+            else
+                pa_s6_landed <= (not pa_s6_new) and ((pa_land_last and pa_land_1h(6)) or pa_s6_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s6_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s6_bad <= '0';
+            else
+                pa_s6_bad <= (not pa_s6_new) and (((pa_land_last and pa_land_1h(6)) and pa_land_bad) or pa_s6_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s7_alloc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s7_alloc <= '0';
+            else
+                pa_s7_alloc <= pa_s7_new or ((pa_s7_alloc and (not pa_s7_drop)) and (not (pa_use_end and pa_use_1h(7))));
+            end if;
+        end if;
+    end process;
+
+    pa_s7_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s7_new = '1' then
+                pa_s7_qp <= pa_cq0_qp;
+            end if;
+        end if;
+    end process;
+
+    pa_s7_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s7_new = '1' then
+                pa_s7_idx <= pa_cq0_idx;
+            end if;
+        end if;
+    end process;
+
+    pa_s7_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
+                pa_s7_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    pa_s7_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
+                pa_s7_n <= pa_rd_n;
+            end if;
+        end if;
+    end process;
+
+    pa_s7_inflight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s7_inflight <= '0';
+            else
+                pa_s7_inflight <= (pa_rd_go and pa_cur_1h(7)) or (pa_s7_inflight and (not (pa_land_last and pa_land_1h(7))));
+            end if;
+        end if;
+    end process;
+
+    pa_s7_landed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s7_landed <= '0';
+            else
+                pa_s7_landed <= (not pa_s7_new) and ((pa_land_last and pa_land_1h(7)) or pa_s7_landed);
+            end if;
+        end if;
+    end process;
+
+    pa_s7_bad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s7_bad <= '0';
+            else
+                pa_s7_bad <= (not pa_s7_new) and (((pa_land_last and pa_land_1h(7)) and pa_land_bad) or pa_s7_bad);
             end if;
         end if;
     end process;
@@ -11582,6 +12664,110 @@ begin
             end if;
             if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
                 pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data8: synchronous write, synchronous read (block RAM)
+    pf_data8_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(8)) = '1' then
+                pf_data8(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data8_rd <= pf_data8(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data9: synchronous write, synchronous read (block RAM)
+    pf_data9_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(9)) = '1' then
+                pf_data9(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data9_rd <= pf_data9(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data10: synchronous write, synchronous read (block RAM)
+    pf_data10_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(10)) = '1' then
+                pf_data10(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data10_rd <= pf_data10(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data11: synchronous write, synchronous read (block RAM)
+    pf_data11_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(11)) = '1' then
+                pf_data11(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data11_rd <= pf_data11(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data12: synchronous write, synchronous read (block RAM)
+    pf_data12_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(12)) = '1' then
+                pf_data12(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data12_rd <= pf_data12(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data13: synchronous write, synchronous read (block RAM)
+    pf_data13_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(13)) = '1' then
+                pf_data13(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data13_rd <= pf_data13(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data14: synchronous write, synchronous read (block RAM)
+    pf_data14_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(14)) = '1' then
+                pf_data14(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data14_rd <= pf_data14(to_integer(unsigned(pf_pop_slot)));
+            end if;
+        end if;
+    end process;
+
+    -- pf_data15: synchronous write, synchronous read (block RAM)
+    pf_data15_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pf_land_blk_done and pf_land_slot_1h(15)) = '1' then
+                pf_data15(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
+            end if;
+            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+                pf_data15_rd <= pf_data15(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
     end process;
