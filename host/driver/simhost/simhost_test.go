@@ -98,3 +98,64 @@ func TestRefuse(t *testing.T) {
 	_, err = s.Lookup(b.IOVA+8191, 1)
 	require.ErrorIs(t, err, simhost.ErrUnmapped, "its last byte")
 }
+
+// Mapping and unmapping while the card's accesses run (as the driver
+// registers memory beside a running card) never loses a mapping that
+// stays: every access to it succeeds. Run with -race.
+func TestConcurrentMap(t *testing.T) {
+	s := simhost.New()
+	keep := make([]byte, 4096)
+	km, err := s.Map(keep)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			m, err := s.Map(make([]byte, 100))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if i%2 == 0 {
+				if err := s.Unmap(m); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	b := make([]byte, 64)
+	for i := 0; ; i++ {
+		require.NoError(t, s.WriteMem(km.IOVA+uint64(i%64)*64, b), "access %d", i)
+		select {
+		case <-done:
+			return
+		default:
+		}
+	}
+}
+
+// BenchmarkWriteMem is a card's 32-byte record write (a CQE) while the
+// driver's thread polls the same space (ReadMem beside it), as in a
+// round trip of the model card.
+func BenchmarkWriteMem(b *testing.B) {
+	s := simhost.New()
+	ring := make([]byte, 1<<16)
+	m, err := s.Map(ring)
+	require.NoError(b, err)
+	for i := 0; i < 64; i++ { // other mappings: rings and buffers
+		_, err := s.Map(make([]byte, 4096))
+		require.NoError(b, err)
+	}
+	rec := make([]byte, 32)
+	b.RunParallel(func(pb *testing.PB) {
+		i := uint64(0)
+		for pb.Next() {
+			if err := s.WriteMem(m.IOVA+i%2048*32, rec); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
