@@ -88,7 +88,6 @@ type txPayAhead struct {
 	beat                   Expr // dma_rd's beat is a slot's (taken)
 	src                    Expr // the packer's input is the slot in use
 	v, data, keep          Expr // its beat
-	parseWr, parseNext     Expr // the parse of a read ahead that lands, for the prefetcher
 	unused                 []Expr
 }
 
