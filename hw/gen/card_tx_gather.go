@@ -13,7 +13,8 @@ import (
 // it touches, so that a page the host refuses is one faulted request) and
 // packed into full beats for ddp_tx. A message's first request may stand
 // in a payload slot read ahead (card_tx_payahead.go): it is then taken
-// from the slot, not read, and the slot's beats go to the packer first.
+// from the slot, not read, and the slot's beats go to the packer first;
+// a slot may hold the first few pages (cardTxSlotBytes), taken as one.
 
 const (
 	cardTxMaxSGE  = 30      // SGEs per WQE (docs/card.md MaxSGE)
@@ -73,9 +74,10 @@ type txGather struct {
 	unused           []Expr
 	chkNeed, chkQPPD []Expr // need, qp, pd
 	firstAsk         Expr   // the message's first request is offered
-	reqAddr, reqN    Expr   // the request offered: host address, bytes (17 bits)
+	reqAddr, reqN    Expr   // the request offered: host address, bytes as a slot would hold them (17 bits)
 	reqGo            Expr   // it goes (to dma_rd or from a slot)
 	slotTake         Expr   // the packer takes the slot's beat
+	reqMore          Expr   // the message has payload reads still to issue
 }
 
 // thermoCount is the number of set bits of a mask contiguous from bit 0.
@@ -198,7 +200,12 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	pqPop := m.Wire("g_pq_pop", 1, "a payload request's last beat is taken")
 	pgLeft := m.WireOf("g_pg_left", Sub(C(13, 4096), zext(Bits(gAddr, 11, 0), 13)), "bytes from the piece's address to its page's end")
 	lastOfPiece := m.WireOf("g_req_whole", Not(Lt(zext(pgLeft, 17), gN)), "the rest of the piece lies in this page")
-	reqN := m.WireOf("g_req_n", Sel(lastOfPiece, gN, zext(pgLeft, 17)), "bytes of this request")
+	pageN := m.WireOf("g_req_page_n", Sel(lastOfPiece, gN, zext(pgLeft, 17)), "bytes of this request, read")
+	// A payload slot holds the message's first requests up to its size
+	// (from the first byte's page): taken from a slot, they go as one.
+	SBy := cardTxSlotBytes(L)
+	slLeft := m.WireOf("g_slot_left", Sub(C(17, uint64(SBy)), zext(Bits(gAddr, 11, 0), 17)), "bytes from the piece's address to a slot's end")
+	slotN := m.WireOf("g_req_slot_n", Sel(Lt(slLeft, gN), slLeft, gN), "bytes of the first requests, as a slot holds them")
 	pqRoomW := addrWidth(cardTxRdReqs + 1)
 	reqV := m.Wire("g_req_v", 1, "a payload read request is offered")
 	gReqGo := m.WireOf("g_req_go", And(reqV, Or(g.rdReqReady, g.slotHit)), "")
@@ -207,16 +214,23 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	first := m.WireOf("g_req_first", And(ph(3), Eq(gReq, C(32, 0))), "the message's first request is offered")
 	m.Assign(reqV, And(ph(3), Lt(pq.Count, C(pqRoomW, cardTxRdReqs)), Not(gFault), Not(g.slotWait)))
 	fromSlot := m.WireOf("g_req_slot", And(reqV, g.slotHit), "the request is taken from a payload slot, not read")
-	pieceDone := m.WireOf("g_piece_done", And(gReqGo, lastOfPiece), "the piece's last request goes")
+	reqN := m.WireOf("g_req_n", Sel(fromSlot, slotN, pageN), "bytes of the request that goes")
+	pieceDone := m.WireOf("g_piece_done", And(gReqGo, Sel(fromSlot, Eq(slotN, gN), lastOfPiece)), "the piece's last request goes")
+	// A one-SGE WQE's check is its first piece's lookup (the same STag,
+	// PD, TO and length): its verdict is taken as that lookup's, so the
+	// feed starts at the piece's first request.
+	reuse := m.WireOf("g_reuse", And(ckV, Eq(g.nsge, C(5, 1)), Not(RedOr(g.chkFault))), "the check's verdict opens the gather's first piece")
 	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
-	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), next), nil)
+	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(reuse, C(2, 3), next)), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
 	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), Add(goff, zext(reqN, 32))), Or(g.start, gSkip, gReqGo))
-	m.Drive(gAddr, nil, Sel(gOK, g.chkAddr, Add(gAddr, zext(reqN, 64))), Or(gOK, gReqGo))
-	m.Drive(gN, nil, Sel(gOK, runCap, Sub(gN, reqN)), Or(gOK, gReqGo))
+	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
+	m.Drive(gAddr, nil, Sel(looked, g.chkAddr, Add(gAddr, zext(reqN, 64))), Or(looked, gReqGo))
+	m.Drive(gN, nil, Sel(looked, runCap, Sub(gN, reqN)), Or(looked, gReqGo))
 	m.Drive(gLate, big.NewInt(0), And(Not(g.start), Or(gLate, And(gV, Not(gOK)))), nil)
 	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), Add(gReq, zext(reqN, 32))), Or(g.start, gReqGo))
 	out.lateFault = gLate
+	out.reqMore = m.WireOf("g_req_more", And(Or(g.chkPhase, g.feedPhase), Not(gFault), Or(RedOr(gph), gMore)), "the message has payload reads still to issue")
 	m.Assign(sgeRd, Or(ckRd, gRd))
 	m.Assign(sgeIdx, Sel(g.chkPhase, Bits(ci, 4, 0), Bits(gi, 4, 0)))
 	out.unused = append(out.unused, Bit(ci, 5), Bit(gi, 5))
@@ -228,9 +242,9 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	out.chkLen = Sel(g.chkPhase, sLen, gLeft)
 	out.chkNeed = []Expr{C(4, 0), zext(g.qp, 32), g.pd}
 	out.rdV = And(reqV, Not(fromSlot))
-	out.firstAsk, out.reqAddr, out.reqN, out.reqGo = first, gAddr, reqN, gReqGo
+	out.firstAsk, out.reqAddr, out.reqN, out.reqGo = first, gAddr, slotN, gReqGo
 	out.rdAddr = gAddr
-	rl := m.WireOf("g_rd_len", Sub(reqN, C(17, 1)), "length minus one")
+	rl := m.WireOf("g_rd_len", Sub(pageN, C(17, 1)), "length minus one")
 	out.rdLen = Bits(rl, 15, 0)
 	out.unused = append(out.unused, Bit(rl, 16))
 	out.unused = append(out.unused, Bit(g.chkRun, 31), Bits(g.chkRun, 30, 17))

@@ -17,12 +17,15 @@ import (
 //     off; each header's BBS names the next), and a gathered Send or RDMA Write with a non-empty SGE 0
 //     becomes a candidate {QP, SQ index, SGE 0, the QP's PD};
 //   - a candidate's lkey is looked up on the check port when the gather
-//     does not use it (tag 1), and its first request, as the gather would
-//     issue it (to the SGE's end, its contiguous run's or its page's), is
-//     read into one of CardTxPaySlots slots of one page each (tag bit 2 of
-//     dma_rd);
+//     does not use it (tag 1), and its first requests, as the gather would
+//     issue them (to the SGE's end, its contiguous run's or the slot's),
+//     are read as one into one of CardTxPaySlots slots (tag bit 2 of
+//     dma_rd): a slot holds a page, or a round trip's beats where that is
+//     more (cardTxSlotBytes: four pages at 512 bits), so that a long
+//     message's next reads, issued when it starts, land before the slot
+//     is fed;
 //   - when the WQE starts, its lkey checks and its first lookup run as
-//     ever; its first request is taken from a slot whose QP, SQ index,
+//     ever; its first requests are taken from a slot whose QP, SQ index,
 //     host address and length match, once the slot has landed whole
 //     without an error response (the gather waits for a slot still
 //     landing), and its beats go to the packer from the slot. Any other
@@ -36,15 +39,21 @@ import (
 // request the gather has decided to issue. A slot's read that gets an
 // error response is never used, so the gather's own read then faults as
 // the model's does. Slot reads go to dma_rd behind the engine's, the
-// gather's and the prefetcher's requests; their beats are always taken.
+// gather's and the prefetcher's requests, and not while the gather has
+// reads of its message still to issue; their beats are always taken.
 
 const (
-	CardTxPaySlots  = 8    // payload slots
-	cardTxSlotBytes = 4096 // a slot holds one request: at most one page
-	cardTxPaCands   = 16   // candidates waiting for their lookup
-	cardTxPaTag     = 4    // dma_rd tag bit 2: a slot's read
-	cardTxPaChkTag  = 1    // the check-port tag of a slot's lookup
+	CardTxPaySlots = 8  // payload slots
+	cardTxPaCands  = 16 // candidates waiting for their lookup
+	cardTxPaTag    = 4  // dma_rd tag bit 2: a slot's read
+	cardTxPaChkTag = 1  // the check-port tag of a slot's lookup
 )
+
+// cardTxSlotBytes is a payload slot's size at L lanes: a page, or 256
+// beats (a DMA round trip at 250 cycles) where that is more. A slot's
+// read ends at the SGE's end, its contiguous run's or the slot's (from
+// the first byte's page).
+func cardTxSlotBytes(L int) int { return max(4096, 256*L) }
 
 // txPayAheadIn is what the payload read ahead needs of card_tx.
 type txPayAheadIn struct {
@@ -66,7 +75,7 @@ type txPayAheadIn struct {
 	start      Expr // a message starts (the gather's state clears)
 	// The gather's first request of a message.
 	reqAsk        Expr // offered (not a Read Response's)
-	reqAddr, reqN Expr // its host address and bytes (17 bits)
+	reqAddr, reqN Expr // its host address and bytes as a slot holds them (17 bits: to the piece's end or the slot's)
 	reqGo         Expr // a gather request goes (with reqAsk: the first)
 	take          Expr // the packer takes the slot's beat
 	// The check port.
@@ -74,6 +83,7 @@ type txPayAheadIn struct {
 	chkReady, chkValid, chkTag, chkFault Expr
 	chkAddr, chkRun                      *Signal
 	rdGrant                              Expr // dma_rd takes the slot's read
+	rdHold                               Expr // the gather has reads of its message still to issue
 	rdValid, rdData, rdLast, rdErr, rdB  Expr // dma_rd's output (any tag); rdB its tuser_berr
 	rdTag                                *Signal
 }
@@ -103,8 +113,10 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		return e
 	}
 	W, L, LB := in.W, in.L, in.LB
-	BPS := cardTxSlotBytes / L // beats of a slot
+	SBy := cardTxSlotBytes(L)
+	BPS := SBy / L // beats of a slot
 	PB := log2(BPS)
+	NB := log2(SBy) + 1 // bits of a slot's byte count
 	out := txPayAhead{}
 
 	// --- candidates: the WQE starts of the blocks read ahead ---
@@ -169,7 +181,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 			fl: m.RegDecl(p+"inflight", 1, "its read is in dma_rd"), done: m.RegDecl(p+"landed", 1, "its read landed"),
 			bad: m.RegDecl(p+"bad", 1, "... with an error response"),
 			qp:  m.RegDecl(p+"qp", in.cur.Width(), "key: QP"), idx: m.RegDecl(p+"idx", 16, "key: SQ index of the WQE"),
-			addr: m.RegDecl(p+"addr", 64, "host address read"), n: m.RegDecl(p+"n", 13, "bytes read (1..4096)")}
+			addr: m.RegDecl(p+"addr", 64, "host address read"), n: m.RegDecl(p+"n", NB, fmt.Sprintf("bytes read (1..%d)", SBy))}
 	}
 	// The slot the packer reads (from the hit to its last beat): src and su.
 	src := m.RegDecl("pa_src", 1, "the packer's input is the slot in use")
@@ -193,16 +205,21 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	out.chkQP, out.chkTO, out.chkLen, out.chkSTag, out.chkPD = h[0], h[2], h[3], h[4], h[5]
 	verdict := m.WireOf("pa_verdict", And(Eq(st, C(2, 1)), in.chkValid, Eq(in.chkTag, C(8, cardTxPaChkTag))), "")
 	vOK := m.WireOf("pa_verdict_ok", And(verdict, Eq(in.chkFault, C(3, 0))), "")
-	pgLeft := m.WireOf("pa_pg_left", Sub(C(13, 4096), zext(Bits(in.chkAddr, 11, 0), 13)), "bytes to the page's end")
+	pgLeft := m.WireOf("pa_slot_left", Sub(C(NB, uint64(SBy)), zext(Bits(in.chkAddr, 11, 0), NB)), "bytes to the slot's end (from the first byte's page)")
 	run := in.chkRun
-	nRd := m.WireOf("pa_rd_n", Sel(Lt(run, zext(pgLeft, 32)), Bits(run, 12, 0), pgLeft), "the first request's bytes, as the gather issues it")
+	nRd := m.WireOf("pa_rd_n", Sel(Lt(run, zext(pgLeft, 32)), Bits(run, NB-1, 0), pgLeft), "the slot's bytes, as the gather's first requests take them")
 	curHot := oneHot(m, "pa_cur", cur, S)
 	var allocCur []Expr
 	for s := range sl {
 		allocCur = append(allocCur, And(Bit(curHot, s), sl[s].alloc))
 	}
 	curAlloc := m.WireOf("pa_cur_alloc", RedOr(Cat(allocCur...)), "the slot being filled is still keyed")
-	rdAsk := m.WireOf("pa_rd_ask", And(Eq(st, C(2, 2)), curAlloc), "")
+	// A slot's read waits while the gather has reads of its message to
+	// issue: dma_rd returns reads in order, so a slot's beats landing
+	// between them would starve the packer for as long (a round trip's
+	// beats at 512 bits); issued behind the message's last read, they land
+	// while the next message is fed from its own slot.
+	rdAsk := m.WireOf("pa_rd_ask", And(Eq(st, C(2, 2)), curAlloc, Not(in.rdHold)), "")
 	rdGo := m.WireOf("pa_rd_go", And(rdAsk, in.rdGrant), "")
 	m.Drive(st, big.NewInt(0), Sel(lookGo, C(2, 1), Sel(verdict, Sel(And(vOK, curAlloc), C(2, 2), C(2, 0)),
 		Sel(And(Eq(st, C(2, 2)), Or(rdGo, Not(curAlloc))), C(2, 0), st))), nil)
@@ -250,7 +267,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	// --- the slot in use: its beats to the packer ---
 	ptr := m.RegDecl("pa_ptr", PB, "its beat at the memory's output")
 	primed := m.RegDecl("pa_primed", 1, "the memory's output holds beat pa_ptr")
-	uN := m.WireOf("pa_use_n", Sub(muxTree(selBits(su, 0, SB), ns), C(13, 1)), "its bytes - 1")
+	uN := m.WireOf("pa_use_n", Sub(muxTree(selBits(su, 0, SB), ns), C(NB, 1)), "its bytes - 1")
 	last := m.WireOf("pa_last", Eq(ptr, Bits(uN, PB+LB-1, LB)), "the slot's last beat")
 	takeS := m.WireOf("pa_take", And(src, in.take), "")
 	useEnd := m.WireOf("pa_use_end", And(takeS, last), "the slot's last beat is taken: it is free")
@@ -285,10 +302,10 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		m.Drive(x.done, big.NewInt(0), And(Not(mine), Or(landS, x.done)), nil)
 		m.Drive(x.bad, big.NewInt(0), And(Not(mine), Or(And(landS, landBad), x.bad)), nil)
 	}
-	out.unused = append(out.unused, Bit(uN, 12))
+	out.unused = append(out.unused, Bit(uN, NB-1))
 	out.unused = append(out.unused, Bit(rel, 4))
-	if PB+LB < 12 {
-		out.unused = append(out.unused, Bits(uN, 11, PB+LB))
+	if PB+LB < NB-1 {
+		out.unused = append(out.unused, Bits(uN, NB-2, PB+LB))
 	}
 	return out
 }

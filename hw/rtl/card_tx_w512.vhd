@@ -17,8 +17,9 @@
 -- one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
 -- QP popped while its next WQE's read ahead is still coming goes back to the
 -- scheduler until it lands); the first payload read of a gathered Send or
--- Write read ahead into one of 8 slots of 4 KiB as soon as its WQE's block is
--- (its lkey looked up first), and taken for the gather's first request when
+-- Write read ahead into one of 8 slots of 16 KiB (the first page, and the next
+-- ones of a contiguous run up to the slot's end) as soon as its WQE's block is
+-- (its lkey looked up first), and taken for the gather's first requests when
 -- the WQE starts if the slot's QP, SQ index, host address and length match;
 -- WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
 -- segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
@@ -939,7 +940,9 @@ architecture rtl of card_tx_w512 is
     signal g_pq_pop : std_logic;             -- a payload request's last beat is taken
     signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
     signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
-    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of this request
+    signal g_req_page_n : std_logic_vector(16 downto 0); -- bytes of this request, read
+    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the piece's address to a slot's end
+    signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the first requests, as a slot holds them
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
     signal g_pq_push : std_logic;            -- a read goes to dma_rd
@@ -963,7 +966,11 @@ architecture rtl of card_tx_w512 is
     signal g_pq7_push : std_logic;
     signal g_req_first : std_logic;          -- the message's first request is offered
     signal g_req_slot : std_logic;           -- the request is taken from a payload slot, not read
+    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of the request that goes
     signal g_piece_done : std_logic;         -- the piece's last request goes
+    signal g_reuse : std_logic;              -- the check's verdict opens the gather's first piece
+    signal g_looked : std_logic;             -- a piece's lookup is in
+    signal g_req_more : std_logic;           -- the message has payload reads still to issue
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
     signal pk_cnt : std_logic_vector(5 downto 0) := "000000"; -- how many
@@ -1509,7 +1516,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s0_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s0_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s0_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s0_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s0_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s1_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s1_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s1_landed : std_logic := '0';  -- its read landed
@@ -1517,7 +1524,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s1_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s1_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s1_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s1_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s1_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s2_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s2_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s2_landed : std_logic := '0';  -- its read landed
@@ -1525,7 +1532,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s2_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s2_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s2_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s2_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s2_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s3_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s3_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s3_landed : std_logic := '0';  -- its read landed
@@ -1533,7 +1540,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s3_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s3_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s3_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s3_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s3_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s4_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s4_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s4_landed : std_logic := '0';  -- its read landed
@@ -1541,7 +1548,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s4_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s4_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s4_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s4_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s4_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s5_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s5_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s5_landed : std_logic := '0';  -- its read landed
@@ -1549,7 +1556,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s5_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s5_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s5_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s5_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s5_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s6_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s6_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s6_landed : std_logic := '0';  -- its read landed
@@ -1557,7 +1564,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s6_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s6_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s6_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s6_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s6_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_s7_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s7_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s7_landed : std_logic := '0';  -- its read landed
@@ -1565,7 +1572,7 @@ architecture rtl of card_tx_w512 is
     signal pa_s7_qp : std_logic_vector(9 downto 0); -- key: QP
     signal pa_s7_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s7_addr : std_logic_vector(63 downto 0); -- host address read
-    signal pa_s7_n : std_logic_vector(12 downto 0); -- bytes read (1..4096)
+    signal pa_s7_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
     signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
     signal pa_use_slot : std_logic_vector(2 downto 0);
     signal pa_use_qp : std_logic_vector(2 downto 0);
@@ -1580,8 +1587,8 @@ architecture rtl of card_tx_w512 is
     signal pa_look_go : std_logic;
     signal pa_verdict : std_logic;
     signal pa_verdict_ok : std_logic;
-    signal pa_pg_left : std_logic_vector(12 downto 0); -- bytes to the page's end
-    signal pa_rd_n : std_logic_vector(12 downto 0); -- the first request's bytes, as the gather issues it
+    signal pa_slot_left : std_logic_vector(14 downto 0); -- bytes to the slot's end (from the first byte's page)
+    signal pa_rd_n : std_logic_vector(14 downto 0); -- the slot's bytes, as the gather's first requests take them
     signal pa_cur_qp : std_logic_vector(2 downto 0);
     signal pa_cur_1h : std_logic_vector(7 downto 0);
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
@@ -1608,7 +1615,7 @@ architecture rtl of card_tx_w512 is
     signal pa_flight5_push : std_logic;
     signal pa_flight6_push : std_logic;
     signal pa_flight7_push : std_logic;
-    signal pa_land_beat : std_logic_vector(5 downto 0) := "000000"; -- beats of the landing read taken
+    signal pa_land_beat : std_logic_vector(7 downto 0) := x"00"; -- beats of the landing read taken
     signal pa_land_err : std_logic := '0';   -- a beat of the landing read had an error response
     signal pa_land_bad : std_logic;
     signal pa_land_qp : std_logic_vector(2 downto 0);
@@ -1621,9 +1628,9 @@ architecture rtl of card_tx_w512 is
     signal pa_hit_go : std_logic;            -- ... from a slot
     signal pa_hit_qp : std_logic_vector(2 downto 0);
     signal pa_hit_1h : std_logic_vector(7 downto 0);
-    signal pa_ptr : std_logic_vector(5 downto 0); -- its beat at the memory's output
+    signal pa_ptr : std_logic_vector(7 downto 0); -- its beat at the memory's output
     signal pa_primed : std_logic := '0';     -- the memory's output holds beat pa_ptr
-    signal pa_use_n : std_logic_vector(12 downto 0); -- its bytes - 1
+    signal pa_use_n : std_logic_vector(14 downto 0); -- its bytes - 1
     signal pa_last : std_logic;              -- the slot's last beat
     signal pa_take : std_logic;
     signal pa_use_end : std_logic;           -- the slot's last beat is taken: it is free
@@ -2353,8 +2360,8 @@ architecture rtl of card_tx_w512 is
     signal pa_parse : pa_parse_t;            -- per entry of the WQE read ahead: its first WQE start past its window, in blocks from its end (15: not known)
     type pa_pd_t is array (0 to 1023) of std_logic_vector(31 downto 0);
     signal pa_pd : pa_pd_t;                  -- per QP: its PD, for the lookups of its candidates
-    type pa_data_t is array (0 to 511) of std_logic_vector(511 downto 0);
-    signal pa_data : pa_data_t;              -- the slots' bytes: 64 beats each
+    type pa_data_t is array (0 to 2047) of std_logic_vector(511 downto 0);
+    signal pa_data : pa_data_t;              -- the slots' bytes: 256 beats each
     type wr_info_t is array (0 to 63) of std_logic_vector(105 downto 0);
     signal wr_info : wr_info_t;              -- per ring write in flight: {QP, its FPDU's stream offset, address}
 begin
@@ -2903,7 +2910,9 @@ begin
     g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
-    g_req_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
+    g_req_page_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
+    g_slot_left <= std_logic_vector(unsigned'("00100000000000000") - unsigned(std_logic_vector'("00000" & g_addr(11 downto 0))));
+    g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_n)), g_slot_left, g_n);
     g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
     g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
@@ -2918,10 +2927,14 @@ begin
     g_req_first <= (g_feed and b2l(g_ph = "11")) and b2l(g_req = x"00000000");
     g_req_v <= (((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault)) and (not pa_g_wait);
     g_req_slot <= g_req_v and pa_g_hit;
-    g_piece_done <= g_req_go and g_req_whole;
+    g_req_n <= mux(g_req_slot, g_req_slot_n, g_req_page_n);
+    g_piece_done <= g_req_go and mux(g_req_slot, b2l(g_req_slot_n = g_n), g_req_whole);
+    g_reuse <= (ck_verdict and b2l(h_nsge = "00001")) and (not (or s_chk_fault));
+    g_looked <= g_ok or g_reuse;
+    g_req_more <= ((in_state12 or g_feed) and (not g_rd_fault)) and ((or g_ph) or g_more);
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
-    g_rd_len <= std_logic_vector(unsigned(g_req_n) - unsigned'("00000000000000001"));
+    g_rd_len <= std_logic_vector(unsigned(g_req_page_n) - unsigned'("00000000000000001"));
     pk_free <= (not pk_v) or ddp_s_ready;
     pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
     pk_zero <= ((g_feed and (g_late_fault or g_rd_fault)) and b2l(pk_in = g_req)) and (or pk_rest);
@@ -3233,8 +3246,8 @@ begin
     pa_cq_pop <= (pa_idle and pa_cq_v) and (pa_dup or pa_look_go);
     pa_verdict <= (b2l(pa_state = "01") and s_chk_valid) and b2l(s_chk_tag = x"01");
     pa_verdict_ok <= pa_verdict and b2l(s_chk_fault = "000");
-    pa_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
-    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_pg_left))), s_chk_run(12 downto 0), pa_pg_left);
+    pa_slot_left <= std_logic_vector(unsigned'("100000000000000") - unsigned(std_logic_vector'("000" & s_chk_addr(11 downto 0))));
+    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("00000000000000000" & pa_slot_left))), s_chk_run(14 downto 0), pa_slot_left);
     pa_cur_qp <= pa_slot;
     pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
     pa_cur_alloc <= or std_logic_vector'(
@@ -3247,10 +3260,10 @@ begin
         (pa_cur_1h(6) and pa_s6_alloc) &
         (pa_cur_1h(7) and pa_s7_alloc)
     );
-    pa_rd_ask <= b2l(pa_state = "10") and pa_cur_alloc;
+    pa_rd_ask <= (b2l(pa_state = "10") and pa_cur_alloc) and (not g_req_more);
     pa_rd_go <= pa_rd_ask and pa_grant;
     pa_rd_len <= std_logic_vector(unsigned(std_logic_vector'(
-        "000" &
+        '0' &
         mux(pa_slot(2), mux(pa_slot(1), mux(pa_slot(0), pa_s7_n, pa_s6_n), mux(pa_slot(0), pa_s5_n, pa_s4_n)), mux(pa_slot(1),
             mux(pa_slot(0), pa_s3_n, pa_s2_n), mux(pa_slot(0), pa_s1_n, pa_s0_n)))
     )) - unsigned'(x"0001"));
@@ -3270,56 +3283,56 @@ begin
     pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_land_qp))));
     pa_hit_any <= or std_logic_vector'(
         (((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
-            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not
             pa_s0_bad)) &
         (((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
-            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not
             pa_s1_bad)) &
         (((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
-            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not
             pa_s2_bad)) &
         (((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
-            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not
             pa_s3_bad)) &
         (((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
-            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not
             pa_s4_bad)) &
         (((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
-            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not
             pa_s5_bad)) &
         (((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
-            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not
             pa_s6_bad)) &
         (((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
-            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_landed) and (not
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s7_n) = g_req_slot_n)) and pa_s7_landed) and (not
             pa_s7_bad))
     );
     pa_hit <= (g_req_first and (not rsp_mode)) and pa_hit_any;
     pa_wait <= (g_req_first and (not rsp_mode)) and (or std_logic_vector'(
         ((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
-            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_inflight) &
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_inflight) &
         ((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
-            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_inflight) &
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s1_n) = g_req_slot_n)) and pa_s1_inflight) &
         ((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
-            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_inflight) &
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s2_n) = g_req_slot_n)) and pa_s2_inflight) &
         ((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
-            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_inflight) &
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s3_n) = g_req_slot_n)) and pa_s3_inflight) &
         ((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
-            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_inflight) &
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s4_n) = g_req_slot_n)) and pa_s4_inflight) &
         ((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
-            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_inflight) &
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s5_n) = g_req_slot_n)) and pa_s5_inflight) &
         ((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
-            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_inflight) &
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s6_n) = g_req_slot_n)) and pa_s6_inflight) &
         ((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
-            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_inflight)
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s7_n) = g_req_slot_n)) and pa_s7_inflight)
     ));
-    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
+    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
     pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
     pa_hit_go <= pa_first_go and pa_hit_any;
     pa_hit_qp <= pa_hit_sel;
     pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_hit_qp))));
-    pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(2), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s7_n, pa_s6_n), mux(pa_use_slot(0), pa_s5_n, pa_s4_n)), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n)))) - unsigned'("0000000000001"));
-    pa_last <= b2l(pa_ptr = pa_use_n(11 downto 6));
+    pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(2), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s7_n, pa_s6_n), mux(pa_use_slot(0), pa_s5_n, pa_s4_n)), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n)))) - unsigned'("000000000000001"));
+    pa_last <= b2l(pa_ptr = pa_use_n(13 downto 6));
     pa_take <= pa_src and (pk_take and pa_g_src);
     pa_use_end <= pa_take and pa_last;
     pa_keep_last_n <= std_logic_vector(unsigned(std_logic_vector'('0' & pa_use_n(5 downto 0))) + unsigned'("0000001"));
@@ -3764,7 +3777,7 @@ begin
         pa_p1_hdr(23 downto 20) &
         pa_p1_hdr(15 downto 12) &
         pa_p1_hdr(10 downto 8) &
-        pa_use_n(12) &
+        pa_use_n(14) &
         pa_parse_rel(4) &
         ddp_m_tkeep &
         ddp_m_tuser_user &
@@ -5604,7 +5617,7 @@ begin
             if rst = '1' then
                 g_ph <= "00";
             else
-                g_ph <= mux(fetch_go, "00", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph))))));
+                g_ph <= mux(fetch_go, "00", mux(g_reuse, "11", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
             end if;
         end if;
     end process;
@@ -5632,8 +5645,8 @@ begin
     g_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_ok or g_req_go) = '1' then
-                g_addr <= mux(g_ok, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
+            if (g_looked or g_req_go) = '1' then
+                g_addr <= mux(g_looked, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
             end if;
         end if;
     end process;
@@ -5641,8 +5654,8 @@ begin
     g_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_ok or g_req_go) = '1' then
-                g_n <= mux(g_ok, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
+            if (g_looked or g_req_go) = '1' then
+                g_n <= mux(g_looked, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
             end if;
         end if;
     end process;
@@ -8674,9 +8687,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pa_land_beat <= "000000";
+                pa_land_beat <= x"00";
             elsif pa_beat = '1' then
-                pa_land_beat <= mux(pa_land_last, "000000", std_logic_vector(unsigned(pa_land_beat) + unsigned'("000001")));
+                pa_land_beat <= mux(pa_land_last, x"00", std_logic_vector(unsigned(pa_land_beat) + unsigned'(x"01")));
             end if;
         end if;
     end process;
@@ -8716,7 +8729,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_hit_go or pa_take) = '1' then
-                pa_ptr <= mux(pa_hit_go, "000000", std_logic_vector(unsigned(pa_ptr) + unsigned'("000001")));
+                pa_ptr <= mux(pa_hit_go, x"00", std_logic_vector(unsigned(pa_ptr) + unsigned'(x"01")));
             end if;
         end if;
     end process;
@@ -12988,7 +13001,7 @@ begin
             if pa_src = '1' then
                 pa_data_rd <= pa_data(to_integer(unsigned(std_logic_vector'(
         pa_use_slot &
-        mux(pa_take, std_logic_vector(unsigned(pa_ptr) + unsigned'("000001")), pa_ptr)
+        mux(pa_take, std_logic_vector(unsigned(pa_ptr) + unsigned'(x"01")), pa_ptr)
     ))));
             end if;
         end if;

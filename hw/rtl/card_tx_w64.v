@@ -17,8 +17,9 @@
 // one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
 // QP popped while its next WQE's read ahead is still coming goes back to the
 // scheduler until it lands); the first payload read of a gathered Send or
-// Write read ahead into one of 8 slots of 4 KiB as soon as its WQE's block is
-// (its lkey looked up first), and taken for the gather's first request when
+// Write read ahead into one of 8 slots of 4 KiB (the first page, and the next
+// ones of a contiguous run up to the slot's end) as soon as its WQE's block is
+// (its lkey looked up first), and taken for the gather's first requests when
 // the WQE starts if the slot's QP, SQ index, host address and length match;
 // WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
 // segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
@@ -903,7 +904,9 @@ module card_tx_w64 (
     wire           g_pq_pop;                 // a payload request's last beat is taken
     wire [12:0]    g_pg_left;                // bytes from the piece's address to its page's end
     wire           g_req_whole;              // the rest of the piece lies in this page
-    wire [16:0]    g_req_n;                  // bytes of this request
+    wire [16:0]    g_req_page_n;             // bytes of this request, read
+    wire [16:0]    g_slot_left;              // bytes from the piece's address to a slot's end
+    wire [16:0]    g_req_slot_n;             // bytes of the first requests, as a slot holds them
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
     wire           g_pq_push;                // a read goes to dma_rd
@@ -927,7 +930,11 @@ module card_tx_w64 (
     wire           g_pq7_push;
     wire           g_req_first;              // the message's first request is offered
     wire           g_req_slot;               // the request is taken from a payload slot, not read
+    wire [16:0]    g_req_n;                  // bytes of the request that goes
     wire           g_piece_done;             // the piece's last request goes
+    wire           g_reuse;                  // the check's verdict opens the gather's first piece
+    wire           g_looked;                 // a piece's lookup is in
+    wire           g_req_more;               // the message has payload reads still to issue
     wire [16:0]    g_rd_len;                 // length minus one
     reg  [63:0]    pk_acc;                   // bytes held, from lane 0
     reg  [2:0]     pk_cnt;                   // how many
@@ -1542,8 +1549,8 @@ module card_tx_w64 (
     wire           pa_look_go;
     wire           pa_verdict;
     wire           pa_verdict_ok;
-    wire [12:0]    pa_pg_left;               // bytes to the page's end
-    wire [12:0]    pa_rd_n;                  // the first request's bytes, as the gather issues it
+    wire [12:0]    pa_slot_left;             // bytes to the slot's end (from the first byte's page)
+    wire [12:0]    pa_rd_n;                  // the slot's bytes, as the gather's first requests take them
     wire [2:0]     pa_cur_qp;
     wire [7:0]     pa_cur_1h;
     wire           pa_cur_alloc;             // the slot being filled is still keyed
@@ -2802,7 +2809,9 @@ module card_tx_w64 (
     assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
-    assign g_req_n = g_req_whole ? g_n : {4'h0, g_pg_left};
+    assign g_req_page_n = g_req_whole ? g_n : {4'h0, g_pg_left};
+    assign g_slot_left = 17'h01000 - {5'h00, g_addr[11:0]};
+    assign g_req_slot_n = (g_slot_left < g_n) ? g_slot_left : g_n;
     assign g_req_go = g_req_v & (rd_req_ready | pa_g_hit);
     assign g_pq_push = g_req_go & ~pa_g_hit;
     assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
@@ -2817,10 +2826,14 @@ module card_tx_w64 (
     assign g_req_first = (g_feed & (g_ph == 2'h3)) & (g_req == 32'h00000000);
     assign g_req_v = (((g_feed & (g_ph == 2'h3)) & (g_pq_count < 4'h8)) & ~g_rd_fault) & ~pa_g_wait;
     assign g_req_slot = g_req_v & pa_g_hit;
-    assign g_piece_done = g_req_go & g_req_whole;
+    assign g_req_n = g_req_slot ? g_req_slot_n : g_req_page_n;
+    assign g_piece_done = g_req_go & (g_req_slot ? (g_req_slot_n == g_n) : g_req_whole);
+    assign g_reuse = (ck_verdict & (h_nsge == 5'h01)) & ~|s_chk_fault;
+    assign g_looked = g_ok | g_reuse;
+    assign g_req_more = ((in_state12 | g_feed) & ~g_rd_fault) & (|g_ph | g_more);
     assign g_sge_rd = ck_rd | g_rd;
     assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
-    assign g_rd_len = g_req_n - 17'h00001;
+    assign g_rd_len = g_req_page_n - 17'h00001;
     assign pk_free = ~pk_v | ddp_s_ready;
     assign pk_rest = g_total - pk_in;
     assign pk_zero = ((g_feed & (g_late_fault | g_rd_fault)) & (pk_in == g_req)) & |pk_rest;
@@ -3067,8 +3080,8 @@ module card_tx_w64 (
     assign pa_cq_pop = (pa_idle & pa_cq_v) & (pa_dup | pa_look_go);
     assign pa_verdict = ((pa_state == 2'h1) & s_chk_valid) & (s_chk_tag == 8'h01);
     assign pa_verdict_ok = pa_verdict & (s_chk_fault == 3'h0);
-    assign pa_pg_left = 13'h1000 - {1'h0, s_chk_addr[11:0]};
-    assign pa_rd_n = (s_chk_run < {19'h00000, pa_pg_left}) ? s_chk_run[12:0] : pa_pg_left;
+    assign pa_slot_left = 13'h1000 - {1'h0, s_chk_addr[11:0]};
+    assign pa_rd_n = (s_chk_run < {19'h00000, pa_slot_left}) ? s_chk_run[12:0] : pa_slot_left;
     assign pa_cur_qp = pa_slot;
     assign pa_cur_1h = {{7{1'b0}}, 1'b1} << pa_cur_qp;
     assign pa_cur_alloc = |{
@@ -3081,7 +3094,7 @@ module card_tx_w64 (
         pa_cur_1h[6] & pa_s6_alloc,
         pa_cur_1h[7] & pa_s7_alloc
     };
-    assign pa_rd_ask = (pa_state == 2'h2) & pa_cur_alloc;
+    assign pa_rd_ask = ((pa_state == 2'h2) & pa_cur_alloc) & ~g_req_more;
     assign pa_rd_go = pa_rd_ask & pa_grant;
     assign pa_rd_len = {
         3'h0,
@@ -3104,42 +3117,42 @@ module card_tx_w64 (
     assign pa_land_1h = {{7{1'b0}}, 1'b1} << pa_land_qp;
     assign pa_hit_any = |{
         ((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
-            == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad,
+            == g_addr)) & ({4'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad,
         ((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr
-            == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad,
+            == g_addr)) & ({4'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_landed) & ~pa_s1_bad,
         ((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
-            == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad,
+            == g_addr)) & ({4'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_landed) & ~pa_s2_bad,
         ((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
-            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad,
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_landed) & ~pa_s3_bad,
         ((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr
-            == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_landed) & ~pa_s4_bad,
+            == g_addr)) & ({4'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_landed) & ~pa_s4_bad,
         ((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr
-            == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_landed) & ~pa_s5_bad,
+            == g_addr)) & ({4'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_landed) & ~pa_s5_bad,
         ((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr
-            == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_landed) & ~pa_s6_bad,
+            == g_addr)) & ({4'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_landed) & ~pa_s6_bad,
         ((((((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_inflight | pa_s7_landed)) & (pa_s7_addr
-            == g_addr)) & ({4'h0, pa_s7_n} == g_req_n)) & pa_s7_landed) & ~pa_s7_bad
+            == g_addr)) & ({4'h0, pa_s7_n} == g_req_slot_n)) & pa_s7_landed) & ~pa_s7_bad
     };
     assign pa_hit = (g_req_first & ~rsp_mode) & pa_hit_any;
     assign pa_wait = (g_req_first & ~rsp_mode) & |{
         (((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
-            == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_inflight,
+            == g_addr)) & ({4'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_inflight,
         (((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr
-            == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_inflight,
+            == g_addr)) & ({4'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_inflight,
         (((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr
-            == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_inflight,
+            == g_addr)) & ({4'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_inflight,
         (((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr
-            == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_inflight,
+            == g_addr)) & ({4'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_inflight,
         (((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr
-            == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_inflight,
+            == g_addr)) & ({4'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_inflight,
         (((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr
-            == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_inflight,
+            == g_addr)) & ({4'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_inflight,
         (((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr
-            == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_inflight,
+            == g_addr)) & ({4'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_inflight,
         (((((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_inflight | pa_s7_landed)) & (pa_s7_addr
-            == g_addr)) & ({4'h0, pa_s7_n} == g_req_n)) & pa_s7_inflight
+            == g_addr)) & ({4'h0, pa_s7_n} == g_req_slot_n)) & pa_s7_inflight
     };
-    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({4'h0, pa_s3_n} == g_req_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({4'h0, pa_s4_n} == g_req_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({4'h0, pa_s5_n} == g_req_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({4'h0, pa_s6_n} == g_req_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7))))));
+    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({4'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({4'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({4'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({4'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7))))));
     assign pa_first_go = (g_req_first & ~rsp_mode) & g_req_go;
     assign pa_hit_go = pa_first_go & pa_hit_any;
     assign pa_hit_qp = pa_hit_sel;
@@ -4791,7 +4804,7 @@ module card_tx_w64 (
         if (rst) begin
             g_ph <= 2'h0;
         end else begin
-            g_ph <= fetch_go ? 2'h0 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph)))));
+            g_ph <= fetch_go ? 2'h0 : (g_reuse ? 2'h3 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph))))));
         end
     end
 
@@ -4810,14 +4823,14 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (g_ok | g_req_go) begin
-            g_addr <= g_ok ? s_chk_addr : (g_addr + {47'h000000000000, g_req_n});
+        if (g_looked | g_req_go) begin
+            g_addr <= g_looked ? s_chk_addr : (g_addr + {47'h000000000000, g_req_n});
         end
     end
 
     always @(posedge clk) begin
-        if (g_ok | g_req_go) begin
-            g_n <= g_ok ? g_run_cap : (g_n - g_req_n);
+        if (g_looked | g_req_go) begin
+            g_n <= g_looked ? g_run_cap : (g_n - g_req_n);
         end
     end
 

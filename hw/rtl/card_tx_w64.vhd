@@ -17,8 +17,9 @@
 -- one or two blocks at the SQ_PI doorbell that posts it) without a DMA read (a
 -- QP popped while its next WQE's read ahead is still coming goes back to the
 -- scheduler until it lands); the first payload read of a gathered Send or
--- Write read ahead into one of 8 slots of 4 KiB as soon as its WQE's block is
--- (its lkey looked up first), and taken for the gather's first request when
+-- Write read ahead into one of 8 slots of 4 KiB (the first page, and the next
+-- ones of a contiguous run up to the slot's end) as soon as its WQE's block is
+-- (its lkey looked up first), and taken for the gather's first requests when
 -- the WQE starts if the slot's QP, SQ index, host address and length match;
 -- WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers,
 -- segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's
@@ -934,7 +935,9 @@ architecture rtl of card_tx_w64 is
     signal g_pq_pop : std_logic;             -- a payload request's last beat is taken
     signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
     signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
-    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of this request
+    signal g_req_page_n : std_logic_vector(16 downto 0); -- bytes of this request, read
+    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the piece's address to a slot's end
+    signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the first requests, as a slot holds them
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
     signal g_pq_push : std_logic;            -- a read goes to dma_rd
@@ -958,7 +961,11 @@ architecture rtl of card_tx_w64 is
     signal g_pq7_push : std_logic;
     signal g_req_first : std_logic;          -- the message's first request is offered
     signal g_req_slot : std_logic;           -- the request is taken from a payload slot, not read
+    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of the request that goes
     signal g_piece_done : std_logic;         -- the piece's last request goes
+    signal g_reuse : std_logic;              -- the check's verdict opens the gather's first piece
+    signal g_looked : std_logic;             -- a piece's lookup is in
+    signal g_req_more : std_logic;           -- the message has payload reads still to issue
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(63 downto 0) := x"0000000000000000"; -- bytes held, from lane 0
     signal pk_cnt : std_logic_vector(2 downto 0) := "000"; -- how many
@@ -1573,8 +1580,8 @@ architecture rtl of card_tx_w64 is
     signal pa_look_go : std_logic;
     signal pa_verdict : std_logic;
     signal pa_verdict_ok : std_logic;
-    signal pa_pg_left : std_logic_vector(12 downto 0); -- bytes to the page's end
-    signal pa_rd_n : std_logic_vector(12 downto 0); -- the first request's bytes, as the gather issues it
+    signal pa_slot_left : std_logic_vector(12 downto 0); -- bytes to the slot's end (from the first byte's page)
+    signal pa_rd_n : std_logic_vector(12 downto 0); -- the slot's bytes, as the gather's first requests take them
     signal pa_cur_qp : std_logic_vector(2 downto 0);
     signal pa_cur_1h : std_logic_vector(7 downto 0);
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
@@ -2881,7 +2888,9 @@ begin
     g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
-    g_req_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
+    g_req_page_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
+    g_slot_left <= std_logic_vector(unsigned'("00001000000000000") - unsigned(std_logic_vector'("00000" & g_addr(11 downto 0))));
+    g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_n)), g_slot_left, g_n);
     g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
     g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
@@ -2896,10 +2905,14 @@ begin
     g_req_first <= (g_feed and b2l(g_ph = "11")) and b2l(g_req = x"00000000");
     g_req_v <= (((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault)) and (not pa_g_wait);
     g_req_slot <= g_req_v and pa_g_hit;
-    g_piece_done <= g_req_go and g_req_whole;
+    g_req_n <= mux(g_req_slot, g_req_slot_n, g_req_page_n);
+    g_piece_done <= g_req_go and mux(g_req_slot, b2l(g_req_slot_n = g_n), g_req_whole);
+    g_reuse <= (ck_verdict and b2l(h_nsge = "00001")) and (not (or s_chk_fault));
+    g_looked <= g_ok or g_reuse;
+    g_req_more <= ((in_state12 or g_feed) and (not g_rd_fault)) and ((or g_ph) or g_more);
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
-    g_rd_len <= std_logic_vector(unsigned(g_req_n) - unsigned'("00000000000000001"));
+    g_rd_len <= std_logic_vector(unsigned(g_req_page_n) - unsigned'("00000000000000001"));
     pk_free <= (not pk_v) or ddp_s_ready;
     pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
     pk_zero <= ((g_feed and (g_late_fault or g_rd_fault)) and b2l(pk_in = g_req)) and (or pk_rest);
@@ -3146,8 +3159,8 @@ begin
     pa_cq_pop <= (pa_idle and pa_cq_v) and (pa_dup or pa_look_go);
     pa_verdict <= (b2l(pa_state = "01") and s_chk_valid) and b2l(s_chk_tag = x"01");
     pa_verdict_ok <= pa_verdict and b2l(s_chk_fault = "000");
-    pa_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
-    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_pg_left))), s_chk_run(12 downto 0), pa_pg_left);
+    pa_slot_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
+    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_slot_left))), s_chk_run(12 downto 0), pa_slot_left);
     pa_cur_qp <= pa_slot;
     pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
     pa_cur_alloc <= or std_logic_vector'(
@@ -3160,7 +3173,7 @@ begin
         (pa_cur_1h(6) and pa_s6_alloc) &
         (pa_cur_1h(7) and pa_s7_alloc)
     );
-    pa_rd_ask <= b2l(pa_state = "10") and pa_cur_alloc;
+    pa_rd_ask <= (b2l(pa_state = "10") and pa_cur_alloc) and (not g_req_more);
     pa_rd_go <= pa_rd_ask and pa_grant;
     pa_rd_len <= std_logic_vector(unsigned(std_logic_vector'(
         "000" &
@@ -3183,50 +3196,50 @@ begin
     pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_land_qp))));
     pa_hit_any <= or std_logic_vector'(
         (((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
-            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not
             pa_s0_bad)) &
         (((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
-            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not
             pa_s1_bad)) &
         (((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
-            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not
             pa_s2_bad)) &
         (((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
-            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not
             pa_s3_bad)) &
         (((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
-            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not
             pa_s4_bad)) &
         (((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
-            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not
             pa_s5_bad)) &
         (((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
-            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not
             pa_s6_bad)) &
         (((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
-            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_landed) and (not
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_slot_n)) and pa_s7_landed) and (not
             pa_s7_bad))
     );
     pa_hit <= (g_req_first and (not rsp_mode)) and pa_hit_any;
     pa_wait <= (g_req_first and (not rsp_mode)) and (or std_logic_vector'(
         ((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
-            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_inflight) &
+            and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_slot_n)) and pa_s0_inflight) &
         ((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed))
-            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_inflight) &
+            and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_slot_n)) and pa_s1_inflight) &
         ((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed))
-            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_inflight) &
+            and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_slot_n)) and pa_s2_inflight) &
         ((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed))
-            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_inflight) &
+            and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_slot_n)) and pa_s3_inflight) &
         ((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed))
-            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_inflight) &
+            and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_slot_n)) and pa_s4_inflight) &
         ((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed))
-            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_inflight) &
+            and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_slot_n)) and pa_s5_inflight) &
         ((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed))
-            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_inflight) &
+            and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_slot_n)) and pa_s6_inflight) &
         ((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
-            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_n)) and pa_s7_inflight)
+            and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_slot_n)) and pa_s7_inflight)
     ));
-    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
+    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
     pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
     pa_hit_go <= pa_first_go and pa_hit_any;
     pa_hit_qp <= pa_hit_sel;
@@ -5447,7 +5460,7 @@ begin
             if rst = '1' then
                 g_ph <= "00";
             else
-                g_ph <= mux(fetch_go, "00", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph))))));
+                g_ph <= mux(fetch_go, "00", mux(g_reuse, "11", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
             end if;
         end if;
     end process;
@@ -5475,8 +5488,8 @@ begin
     g_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_ok or g_req_go) = '1' then
-                g_addr <= mux(g_ok, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
+            if (g_looked or g_req_go) = '1' then
+                g_addr <= mux(g_looked, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
             end if;
         end if;
     end process;
@@ -5484,8 +5497,8 @@ begin
     g_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_ok or g_req_go) = '1' then
-                g_n <= mux(g_ok, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
+            if (g_looked or g_req_go) = '1' then
+                g_n <= mux(g_looked, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
             end if;
         end if;
     end process;
