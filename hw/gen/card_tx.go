@@ -1186,7 +1186,14 @@ func CardTx(width int) (*Module, error) {
 	lastIn := m.WireOf("msg_last_in", And(hGo, ddpLast, ddpMsgLast), "a message's last beat enters mpa_tx")
 	tail := m.RegDecl("drain_tail", 1, "a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)")
 	lastHdrIn := m.WireOf("msg_last_hdr_in", And(newFPDU, ddpMsgLast, Not(ddpLast), fromBuf, Not(rsp)), "the first beat of the last FPDU of a message fed from the buffer enters mpa_tx")
-	m.Drive(tail, big.NewInt(0), Or(lastHdrIn, And(tail, Not(lastIn))), nil)
+	// A gathered message can fault until its last payload beat is read;
+	// once the feed has handed ddp_tx that beat with no fault (txDrain)
+	// and its last FPDU's first beat is in mpa_tx, it is written back the
+	// same way, the rest of that FPDU following as a tail.
+	gHdr := m.RegDecl("msg_last_hdr_gather", 1, "the first beat of the last FPDU of the engine's gathered message is in mpa_tx")
+	m.Drive(gHdr, big.NewInt(0), And(Not(goMsg), Or(gHdr, And(newFPDU, ddpMsgLast, Not(fromBuf), Not(rsp)))), nil)
+	drainEarly := m.Wire("drain_early", 1, "txDrain: a gathered message read whole without a fault, its last FPDU in mpa_tx but for its tail")
+	m.Drive(tail, big.NewInt(0), Or(lastHdrIn, And(drainEarly, Not(lastIn)), And(tail, Not(lastIn))), nil)
 	// With a tail in flight, the last beat that enters is the tail's: the
 	// engine's message has not begun to enter.
 	engLastIn := m.WireOf("msg_eng_last_in", Or(lastHdrIn, And(lastIn, Not(tail))), "the engine's message is in mpa_tx but for its tail")
@@ -1608,7 +1615,8 @@ func CardTx(width int) (*Module, error) {
 	// mpa_tx, or its last FPDU's first beat for a message fed from the
 	// buffer (its FPDU's TXS_PI is in f_off by then), but after a payload
 	// read fault, whose cut is found a cycle later.
-	drainGo := m.WireOf("drain_go", Or(msgDone, And(engLastIn, Not(gfR))), "the message's last segment is in mpa_tx (but for its tail)")
+	m.Assign(drainEarly, And(sDrain, gHdr, Not(msgDone), Not(gfR)))
+	drainGo := m.WireOf("drain_go", Or(msgDone, And(engLastIn, Not(gfR)), drainEarly), "the message's last segment is in mpa_tx (but for its tail)")
 	m.Assign(aheadRd, And(sDrain, drainGo, Not(gfR), headOK))
 	// txMop: the operation is offered until taken, then awaited.
 	mopSent := m.RegDecl("mop_sent", 1, "placement took the operation")

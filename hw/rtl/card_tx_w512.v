@@ -1657,6 +1657,8 @@ module card_tx_w512 (
     wire           msg_last_in;              // a message's last beat enters mpa_tx
     reg            drain_tail;               // a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)
     wire           msg_last_hdr_in;          // the first beat of the last FPDU of a message fed from the buffer enters mpa_tx
+    reg            msg_last_hdr_gather;      // the first beat of the last FPDU of the engine's gathered message is in mpa_tx
+    wire           drain_early;              // txDrain: a gathered message read whole without a fault, its last FPDU in mpa_tx but for its tail
     wire           msg_eng_last_in;          // the engine's message is in mpa_tx but for its tail
     reg            msg_done;                 // the engine's message is in mpa_tx (but for its tail)
     wire [16:0]    w_n5;
@@ -3631,7 +3633,8 @@ module card_tx_w512 (
     assign wqe_on_chip = one_bb | wb_rest_ahead;
     assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
     assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
-    assign drain_go = msg_done | (msg_eng_last_in & ~gf_fault);
+    assign drain_early = ((in_state10 & msg_last_hdr_gather) & ~msg_done) & ~gf_fault;
+    assign drain_go = (msg_done | (msg_eng_last_in & ~gf_fault)) | drain_early;
     assign ctx_ahead_rd = ((in_state10 & drain_go) & ~gf_fault) & sched_head_ok;
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
@@ -7470,9 +7473,17 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            msg_last_hdr_gather <= 1'h0;
+        end else begin
+            msg_last_hdr_gather <= ~msg_go & (msg_last_hdr_gather | (((fpdu_new & ddp_m_tuser_last) & ~pay_from_buf) & ~rsp_mode));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             drain_tail <= 1'h0;
         end else begin
-            drain_tail <= msg_last_hdr_in | (drain_tail & ~msg_last_in);
+            drain_tail <= (msg_last_hdr_in | (drain_early & ~msg_last_in)) | (drain_tail & ~msg_last_in);
         end
     end
 

@@ -1681,6 +1681,8 @@ architecture rtl of card_tx_w64 is
     signal msg_last_in : std_logic;          -- a message's last beat enters mpa_tx
     signal drain_tail : std_logic := '0';    -- a message's last FPDU has entered mpa_tx but for its last beat (the message may be written back)
     signal msg_last_hdr_in : std_logic;      -- the first beat of the last FPDU of a message fed from the buffer enters mpa_tx
+    signal msg_last_hdr_gather : std_logic := '0'; -- the first beat of the last FPDU of the engine's gathered message is in mpa_tx
+    signal drain_early : std_logic;          -- txDrain: a gathered message read whole without a fault, its last FPDU in mpa_tx but for its tail
     signal msg_eng_last_in : std_logic;      -- the engine's message is in mpa_tx but for its tail
     signal msg_done : std_logic := '0';      -- the engine's message is in mpa_tx (but for its tail)
     signal w_n5 : std_logic_vector(16 downto 0);
@@ -3568,7 +3570,8 @@ begin
     wqe_on_chip <= one_bb or wb_rest_ahead;
     hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
     ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
-    drain_go <= msg_done or (msg_eng_last_in and (not gf_fault));
+    drain_early <= ((in_state10 and msg_last_hdr_gather) and (not msg_done)) and (not gf_fault);
+    drain_go <= (msg_done or (msg_eng_last_in and (not gf_fault))) or drain_early;
     ctx_ahead_rd <= ((in_state10 and drain_go) and (not gf_fault)) and sched_head_ok;
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
@@ -9270,13 +9273,24 @@ begin
         end if;
     end process;
 
+    msg_last_hdr_gather_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                msg_last_hdr_gather <= '0';
+            else
+                msg_last_hdr_gather <= (not msg_go) and (msg_last_hdr_gather or (((fpdu_new and ddp_m_tuser_last) and (not pay_from_buf)) and (not rsp_mode)));
+            end if;
+        end if;
+    end process;
+
     drain_tail_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 drain_tail <= '0';
             else
-                drain_tail <= msg_last_hdr_in or (drain_tail and (not msg_last_in));
+                drain_tail <= (msg_last_hdr_in or (drain_early and (not msg_last_in))) or (drain_tail and (not msg_last_in));
             end if;
         end if;
     end process;
