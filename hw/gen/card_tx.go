@@ -1066,8 +1066,14 @@ func CardTx(width int) (*Module, error) {
 	paData := m.Wire("pa_g_data", W, "")
 	paKeep := m.Wire("pa_g_keep", L, "")
 	ckVTx := m.WireOf("chk_v_gather", And(ckV, Eq(ckRTag, C(8, 0))), "a verdict for the gather (tag 0; the payload read ahead's are tag 1)")
+	// At 512 bits word 0 of the buffer (SGE 0) is written with the first
+	// block, before txHdr: the check reads SGE 0 there.
+	var preRd Expr = C(1, 0)
+	if W == 512 {
+		preRd = sHdr
+	}
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
-		start: goAny, chkPhase: sChk, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
+		start: goAny, chkPhase: sChk, preRd: preRd, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
 		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep})
@@ -1088,8 +1094,9 @@ func CardTx(width int) (*Module, error) {
 	// engine does not hold it (its write-back's copy is then current).
 	dbFirst := m.WireOf("pf_db_first", And(dbFire, isSQ, Not(badDB), Eq(oldPI, Bits(sqDB, 31, 16)), Ne(newPI, oldPI),
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
+	drainSkip := m.Wire("drain_skip", 1, "txFeed's last cycle: the message needs no txDrain")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
-		popped: popped, popRead: Or(sPop, And(sDrain, headOK)), ctx: ctxLoad, ctxNext: ctxNextLd, consume: goWQE, create: create, createQP: qpNum,
+		popped: popped, popRead: Or(sPop, And(Or(sDrain, drainSkip), headOK)), ctx: ctxLoad, ctxNext: ctxNextLd, consume: goWQE, create: create, createQP: qpNum,
 		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)
@@ -1613,11 +1620,15 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(descEarly, And(sHdr, hdrOn, Not(retFl), fromBuf, Not(opMop), onChip))
 	// The write-back follows the cycle the message's last beat enters
 	// mpa_tx, or its last FPDU's first beat for a message fed from the
-	// buffer (its FPDU's TXS_PI is in f_off by then), but after a payload
-	// read fault, whose cut is found a cycle later.
-	m.Assign(drainEarly, And(sDrain, gHdr, Not(msgDone), Not(gfR)))
+	// buffer or gathered without a fault (its FPDU's TXS_PI is in f_off by
+	// then), but after a payload read fault, whose cut is found a cycle
+	// later. The feed's last cycle goes straight to txWB when txDrain
+	// would let the message go at once: a payload read fault is known by
+	// then (the packer takes a beat a cycle before it hands it on).
+	m.Assign(drainSkip, And(feedEnd, Not(gfR), Or(msgDone, engLastIn, gHdr)))
+	m.Assign(drainEarly, And(Or(sDrain, drainSkip), gHdr, Not(msgDone), Not(gfR)))
 	drainGo := m.WireOf("drain_go", Or(msgDone, And(engLastIn, Not(gfR)), drainEarly), "the message's last segment is in mpa_tx (but for its tail)")
-	m.Assign(aheadRd, And(sDrain, drainGo, Not(gfR), headOK))
+	m.Assign(aheadRd, And(Or(And(sDrain, drainGo), drainSkip), Not(gfR), headOK))
 	// txMop: the operation is offered until taken, then awaited.
 	mopSent := m.RegDecl("mop_sent", 1, "placement took the operation")
 	m.Drive(mopSent, big.NewInt(0), And(sMop, Or(mopSent, mopR)), nil)
@@ -1643,9 +1654,9 @@ func CardTx(width int) (*Module, error) {
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
-										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
+										Sel(sFeed, Sel(feedEnd, Sel(drainSkip, C(5, txWB), C(5, txDrain)), C(5, txFeed)),
 											Sel(sDrain, Sel(drainGo, Sel(gfR, C(5, txFault), C(5, txWB)), C(5, txDrain)),
-												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(5, txWB), Sel(abV, C(5, txChk), C(5, txFeed))), C(5, txChk)),
+												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.faultNow, retFl), C(5, txWB), Sel(abV, C(5, txChk), C(5, txFeed))), C(5, txChk)),
 													C(5, txIdle)))))))))))))
 	rspNext := C(5, txChk)
 	if W == 64 {

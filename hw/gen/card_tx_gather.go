@@ -30,6 +30,7 @@ type txGatherIn struct {
 	bufWrData        Expr    // the word: WQE bytes 32+L*k .. 32+L*k+L-1
 	start            *Signal // the WQE starts (clears the gather's state)
 	chkPhase         *Signal // the engine is in txChk: check every SGE
+	preRd            Expr    // SGE 0 is in the store before txChk (txHdr at 512 bits): its check may read it now
 	feedPhase        *Signal // the engine feeds ddp_tx from the gather (txFeed, not inline)
 	nsge             *Signal // NSGE (5 bits)
 	qp               *Signal // QP number
@@ -55,7 +56,8 @@ type txGatherIn struct {
 
 // txGather is what the gather gives card_tx.
 type txGather struct {
-	chkDone, fault   *Signal // every SGE checked (fault: one failed)
+	chkDone, fault   *Signal // every SGE checked (fault: one failed, registered)
+	faultNow         *Signal // fault, with this cycle's verdict (for chkDone's cycle)
 	faultCode        *Signal // the first failed verdict (mem.Fault)
 	total            *Signal // the message's bytes (sum of the SGE lengths)
 	chkV             Expr    // a request to placement's check port
@@ -156,7 +158,8 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	fault := m.RegDecl("ck_fault", 1, "a verdict was not OK")
 	total := m.RegDecl("g_total", 32, "the message's bytes")
 	ckMore := m.WireOf("ck_more", Lt(ci, zext(g.nsge, 6)), "")
-	ckRd := m.WireOf("ck_rd", And(g.chkPhase, Not(cph), ckMore), "")
+	ckPre := m.WireOf("ck_pre", And(g.preRd, Eq(ci, C(6, 0)), ckMore), "SGE 0 is read for its check before txChk")
+	ckRd := m.WireOf("ck_rd", And(Or(g.chkPhase, ckPre), Not(cph), ckMore), "")
 	ckHave := m.WireOf("ck_have", And(g.chkPhase, cph), "the SGE is out of the store")
 	ckEmpty := m.WireOf("ck_empty", Eq(sLen, C(32, 0)), "")
 	ckReq := m.WireOf("ck_req", And(ckHave, Not(ckEmpty)), "")
@@ -172,7 +175,10 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	m.Drive(fcode, big.NewInt(0), Sel(g.start, C(3, 0), g.chkFault), Or(g.start, And(ckV, RedOr(g.chkFault), Not(fault))))
 	out.faultCode = fcode
 	m.Drive(total, nil, Sel(g.start, C(32, 0), Add(total, sLen)), Or(g.start, ckGo))
-	out.chkDone = m.WireOf("ck_done", And(g.chkPhase, Not(cph), Not(ckMore), Eq(got, sent)), "every SGE is checked")
+	// Done in the cycle of the last verdict, which then counts as taken.
+	gotNow := m.WireOf("ck_got_now", Sel(ckV, incr(got), got), "verdicts back, this cycle's included")
+	out.chkDone = m.WireOf("ck_done", And(g.chkPhase, Not(cph), Not(ckMore), Eq(gotNow, sent)), "every SGE is checked")
+	out.faultNow = m.WireOf("ck_fault_now", Or(fault, And(ckV, RedOr(g.chkFault))), "a verdict was not OK, this cycle's included")
 	out.fault, out.total = fault, total
 
 	// --- gather: lookups and reads, piece by piece ---
@@ -232,7 +238,7 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	out.lateFault = gLate
 	out.reqMore = m.WireOf("g_req_more", And(Or(g.chkPhase, g.feedPhase), Not(gFault), Or(RedOr(gph), gMore)), "the message has payload reads still to issue")
 	m.Assign(sgeRd, Or(ckRd, gRd))
-	m.Assign(sgeIdx, Sel(g.chkPhase, Bits(ci, 4, 0), Bits(gi, 4, 0)))
+	m.Assign(sgeIdx, Sel(Or(g.chkPhase, ckPre), Bits(ci, 4, 0), Bits(gi, 4, 0)))
 	out.unused = append(out.unused, Bit(ci, 5), Bit(gi, 5))
 
 	// Check-port requests: the check phase's whole SGEs, the gather's pieces.

@@ -274,8 +274,11 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	m.Drive(src, big.NewInt(0), Sel(hitGo, C(1, 1), And(src, Not(useEnd), Not(in.start))), nil)
 	m.Drive(su, nil, hsel, hitGo)
 	m.Drive(ptr, nil, Sel(hitGo, C(PB, 0), incr(ptr)), Or(hitGo, takeS))
-	m.Drive(primed, big.NewInt(0), And(src, Not(hitGo)), nil)
-	data := m.Mem("pa_data", W, S*BPS, beat, Cat(lSlot, lc), in.rdData, src, Cat(su, Sel(takeS, incr(ptr), ptr)),
+	// The hit reads the slot's first beat, so the packer has it the cycle
+	// after; then each take reads the next.
+	m.Drive(primed, big.NewInt(0), Or(hitGo, src), nil)
+	dataAt := m.WireOf("pa_data_rd_at", Sel(hitGo, Cat(hsel, C(PB, 0)), Cat(su, Sel(takeS, incr(ptr), ptr))), "")
+	data := m.Mem("pa_data", W, S*BPS, beat, Cat(lSlot, lc), in.rdData, Or(src, hitGo), dataAt,
 		fmt.Sprintf("the slots' bytes: %d beats each", BPS))
 	out.src, out.v, out.data = src, And(src, primed), data
 	lastN := Add(zext(Bits(uN, LB-1, 0), LB+1), C(LB+1, 1)) // bytes in the last beat

@@ -880,6 +880,7 @@ module card_tx_w512 (
     reg            ck_fault;                 // a verdict was not OK
     reg  [31:0]    g_total;                  // the message's bytes
     wire           ck_more;
+    wire           ck_pre;                   // SGE 0 is read for its check before txChk
     wire           ck_rd;
     wire           ck_have;                  // the SGE is out of the store
     wire           ck_empty;
@@ -888,7 +889,9 @@ module card_tx_w512 (
     wire           ck_next;
     wire           ck_verdict;               // a verdict of the check phase
     reg  [2:0]     ck_fault_code;            // the first failed verdict
+    wire [5:0]     ck_got_now;               // verdicts back, this cycle's included
     wire           ck_done;                  // every SGE is checked
+    wire           ck_fault_now;             // a verdict was not OK, this cycle's included
     reg  [5:0]     g_i;                      // SGE being gathered
     reg  [31:0]    g_off;                    // bytes of it requested
     reg  [1:0]     g_ph;                     // 0: read the SGE; 1: look its next piece up; 2: wait for the verdict; 3: read request
@@ -984,6 +987,7 @@ module card_tx_w512 (
     wire [15:0]    pf_next;                  // the block its next WQE starts at
     wire           pf_grant;                 // dma_rd takes the read ahead
     wire           pf_db_first;              // an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
+    wire           drain_skip;               // txFeed's last cycle: the message needs no txDrain
     reg  [7:0]     pf_flight_tail;           // read aheads issued to dma_rd
     reg  [7:0]     pf_flight_head;           // read aheads landed
     reg  [5:0]     pf_q_wp;                  // read aheads queued
@@ -1603,6 +1607,7 @@ module card_tx_w512 (
     wire           pa_last;                  // the slot's last beat
     wire           pa_take;
     wire           pa_use_end;               // the slot's last beat is taken: it is free
+    wire [10:0]    pa_data_rd_at;
     reg  [511:0]   pa_data_rd;               // read data of pa_data
     wire [6:0]     pa_keep_last_n;
     wire [63:0]    pa_keep;                  // lanes of the beat: all but in the last
@@ -2815,14 +2820,17 @@ module card_tx_w512 (
     assign g_sge_len = g_sge[95:64];
     assign g_sge_lkey = g_sge[127:96];
     assign ck_more = ck_i < {1'h0, h_nsge};
-    assign ck_rd = (in_state12 & ~ck_ph) & ck_more;
+    assign ck_pre = (in_state5 & (ck_i == 6'h00)) & ck_more;
+    assign ck_rd = ((in_state12 | ck_pre) & ~ck_ph) & ck_more;
     assign ck_have = in_state12 & ck_ph;
     assign ck_empty = g_sge_len == 32'h00000000;
     assign ck_req = ck_have & ~ck_empty;
     assign ck_go = ck_req & m_chk_ready;
     assign ck_next = ck_go | (ck_have & ck_empty);
     assign ck_verdict = in_state12 & chk_v_gather;
-    assign ck_done = ((in_state12 & ~ck_ph) & ~ck_more) & (ck_got == ck_sent);
+    assign ck_got_now = ck_verdict ? (ck_got + 6'h01) : ck_got;
+    assign ck_done = ((in_state12 & ~ck_ph) & ~ck_more) & (ck_got_now == ck_sent);
+    assign ck_fault_now = ck_fault | (ck_verdict & |s_chk_fault);
     assign g_more = (g_i < {1'h0, h_nsge}) & ~g_late_fault;
     assign g_rd = (g_feed & (g_ph == 2'h0)) & g_more;
     assign g_left = g_sge_len - g_off;
@@ -2857,7 +2865,7 @@ module card_tx_w512 (
     assign g_looked = g_ok | g_reuse;
     assign g_req_more = ((in_state12 | g_feed) & ~g_rd_fault) & (|g_ph | g_more);
     assign g_sge_rd = ck_rd | g_rd;
-    assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
+    assign g_sge_idx = (in_state12 | ck_pre) ? ck_i[4:0] : g_i[4:0];
     assign g_rd_len = g_req_page_n - 17'h00001;
     assign pk_free = ~pk_v | ddp_s_ready;
     assign pk_rest = g_total - pk_in;
@@ -3251,6 +3259,7 @@ module card_tx_w512 (
     assign pa_last = pa_ptr == pa_use_n[13:6];
     assign pa_take = pa_src & (pk_take & pa_g_src);
     assign pa_use_end = pa_take & pa_last;
+    assign pa_data_rd_at = pa_hit_go ? {pa_hit_sel, 8'h00} : {pa_use_slot, pa_take ? (pa_ptr + 8'h01) : pa_ptr};
     assign pa_keep_last_n = {1'h0, pa_use_n[5:0]} + 7'h01;
     assign pa_keep = {64{~pa_last}} | {
         7'h3f < pa_keep_last_n,
@@ -3633,9 +3642,10 @@ module card_tx_w512 (
     assign wqe_on_chip = one_bb | wb_rest_ahead;
     assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
     assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
-    assign drain_early = ((in_state10 & msg_last_hdr_gather) & ~msg_done) & ~gf_fault;
+    assign drain_skip = (feed_end & ~gf_fault) & ((msg_done | msg_eng_last_in) | msg_last_hdr_gather);
+    assign drain_early = (((in_state10 | drain_skip) & msg_last_hdr_gather) & ~msg_done) & ~gf_fault;
     assign drain_go = (msg_done | (msg_eng_last_in & ~gf_fault)) | drain_early;
-    assign ctx_ahead_rd = ((in_state10 & drain_go) & ~gf_fault) & sched_head_ok;
+    assign ctx_ahead_rd = (((in_state10 & drain_go) | drain_skip) & ~gf_fault) & sched_head_ok;
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -6995,7 +7005,7 @@ module card_tx_w512 (
         if (rst) begin
             pa_primed <= 1'h0;
         end else begin
-            pa_primed <= pa_src & ~pa_hit_go;
+            pa_primed <= pa_hit_go | pa_src;
         end
     end
 
@@ -9297,7 +9307,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? (turn_quick ? 5'h03 : 5'h01) : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? (wb_early ? 5'h05 : 5'h04) : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (hdr_on ? (wqe_on_chip ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06) : (wf_now ? 5'h11 : (wait_read ? 5'h00 : 5'h0b))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? (turn_quick ? 5'h03 : 5'h01) : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? (wb_early ? 5'h05 : 5'h04) : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (hdr_on ? (wqe_on_chip ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06) : (wf_now ? 5'h11 : (wait_read ? 5'h00 : 5'h0b))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? (drain_skip ? 5'h0b : 5'h0a) : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault_now | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 
@@ -9521,7 +9531,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[0]) begin
             pf_data0[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data0_rd <= pf_data0[pf_pop_slot];
         end
     end
@@ -9531,7 +9541,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[1]) begin
             pf_data1[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data1_rd <= pf_data1[pf_pop_slot];
         end
     end
@@ -9541,7 +9551,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[2]) begin
             pf_data2[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data2_rd <= pf_data2[pf_pop_slot];
         end
     end
@@ -9551,7 +9561,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[3]) begin
             pf_data3[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data3_rd <= pf_data3[pf_pop_slot];
         end
     end
@@ -9561,7 +9571,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[4]) begin
             pf_data4[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data4_rd <= pf_data4[pf_pop_slot];
         end
     end
@@ -9571,7 +9581,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[5]) begin
             pf_data5[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data5_rd <= pf_data5[pf_pop_slot];
         end
     end
@@ -9581,7 +9591,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[6]) begin
             pf_data6[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data6_rd <= pf_data6[pf_pop_slot];
         end
     end
@@ -9591,7 +9601,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[7]) begin
             pf_data7[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data7_rd <= pf_data7[pf_pop_slot];
         end
     end
@@ -9601,7 +9611,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[8]) begin
             pf_data8[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data8_rd <= pf_data8[pf_pop_slot];
         end
     end
@@ -9611,7 +9621,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[9]) begin
             pf_data9[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data9_rd <= pf_data9[pf_pop_slot];
         end
     end
@@ -9621,7 +9631,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[10]) begin
             pf_data10[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data10_rd <= pf_data10[pf_pop_slot];
         end
     end
@@ -9631,7 +9641,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[11]) begin
             pf_data11[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data11_rd <= pf_data11[pf_pop_slot];
         end
     end
@@ -9641,7 +9651,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[12]) begin
             pf_data12[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data12_rd <= pf_data12[pf_pop_slot];
         end
     end
@@ -9651,7 +9661,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[13]) begin
             pf_data13[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data13_rd <= pf_data13[pf_pop_slot];
         end
     end
@@ -9661,7 +9671,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[14]) begin
             pf_data14[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data14_rd <= pf_data14[pf_pop_slot];
         end
     end
@@ -9671,7 +9681,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[15]) begin
             pf_data15[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | (in_state10 & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
             pf_data15_rd <= pf_data15[pf_pop_slot];
         end
     end
@@ -9701,8 +9711,8 @@ module card_tx_w512 (
         if (pa_beat) begin
             pa_data[{pa_flight0_slot, pa_land_beat}] <= rd_tdata;
         end
-        if (pa_src) begin
-            pa_data_rd <= pa_data[{pa_use_slot, pa_take ? (pa_ptr + 8'h01) : pa_ptr}];
+        if (pa_src | pa_hit_go) begin
+            pa_data_rd <= pa_data[pa_data_rd_at];
         end
     end
 

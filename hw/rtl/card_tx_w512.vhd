@@ -911,6 +911,7 @@ architecture rtl of card_tx_w512 is
     signal ck_fault : std_logic := '0';      -- a verdict was not OK
     signal g_total : std_logic_vector(31 downto 0); -- the message's bytes
     signal ck_more : std_logic;
+    signal ck_pre : std_logic;               -- SGE 0 is read for its check before txChk
     signal ck_rd : std_logic;
     signal ck_have : std_logic;              -- the SGE is out of the store
     signal ck_empty : std_logic;
@@ -919,7 +920,9 @@ architecture rtl of card_tx_w512 is
     signal ck_next : std_logic;
     signal ck_verdict : std_logic;           -- a verdict of the check phase
     signal ck_fault_code : std_logic_vector(2 downto 0) := "000"; -- the first failed verdict
+    signal ck_got_now : std_logic_vector(5 downto 0); -- verdicts back, this cycle's included
     signal ck_done : std_logic;              -- every SGE is checked
+    signal ck_fault_now : std_logic;         -- a verdict was not OK, this cycle's included
     signal g_i : std_logic_vector(5 downto 0) := "000000"; -- SGE being gathered
     signal g_off : std_logic_vector(31 downto 0); -- bytes of it requested
     signal g_ph : std_logic_vector(1 downto 0) := "00"; -- 0: read the SGE; 1: look its next piece up; 2: wait for the verdict; 3: read request
@@ -1015,6 +1018,7 @@ architecture rtl of card_tx_w512 is
     signal pf_next : std_logic_vector(15 downto 0); -- the block its next WQE starts at
     signal pf_grant : std_logic;             -- dma_rd takes the read ahead
     signal pf_db_first : std_logic;          -- an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
+    signal drain_skip : std_logic;           -- txFeed's last cycle: the message needs no txDrain
     signal pf_flight_tail : std_logic_vector(7 downto 0) := x"00"; -- read aheads issued to dma_rd
     signal pf_flight_head : std_logic_vector(7 downto 0) := x"00"; -- read aheads landed
     signal pf_q_wp : std_logic_vector(5 downto 0) := "000000"; -- read aheads queued
@@ -1634,6 +1638,7 @@ architecture rtl of card_tx_w512 is
     signal pa_last : std_logic;              -- the slot's last beat
     signal pa_take : std_logic;
     signal pa_use_end : std_logic;           -- the slot's last beat is taken: it is free
+    signal pa_data_rd_at : std_logic_vector(10 downto 0);
     signal pa_data_rd : std_logic_vector(511 downto 0); -- read data of pa_data
     signal pa_keep_last_n : std_logic_vector(6 downto 0);
     signal pa_keep : std_logic_vector(63 downto 0); -- lanes of the beat: all but in the last
@@ -2893,14 +2898,17 @@ begin
     g_sge_len <= g_sge(95 downto 64);
     g_sge_lkey <= g_sge(127 downto 96);
     ck_more <= b2l(unsigned(ck_i) < unsigned(std_logic_vector'('0' & h_nsge)));
-    ck_rd <= (in_state12 and (not ck_ph)) and ck_more;
+    ck_pre <= (in_state5 and b2l(ck_i = "000000")) and ck_more;
+    ck_rd <= ((in_state12 or ck_pre) and (not ck_ph)) and ck_more;
     ck_have <= in_state12 and ck_ph;
     ck_empty <= b2l(g_sge_len = x"00000000");
     ck_req <= ck_have and (not ck_empty);
     ck_go <= ck_req and m_chk_ready;
     ck_next <= ck_go or (ck_have and ck_empty);
     ck_verdict <= in_state12 and chk_v_gather;
-    ck_done <= ((in_state12 and (not ck_ph)) and (not ck_more)) and b2l(ck_got = ck_sent);
+    ck_got_now <= mux(ck_verdict, std_logic_vector(unsigned(ck_got) + unsigned'("000001")), ck_got);
+    ck_done <= ((in_state12 and (not ck_ph)) and (not ck_more)) and b2l(ck_got_now = ck_sent);
+    ck_fault_now <= ck_fault or (ck_verdict and (or s_chk_fault));
     g_more <= b2l(unsigned(g_i) < unsigned(std_logic_vector'('0' & h_nsge))) and (not g_late_fault);
     g_rd <= (g_feed and b2l(g_ph = "00")) and g_more;
     g_left <= std_logic_vector(unsigned(g_sge_len) - unsigned(g_off));
@@ -2935,7 +2943,7 @@ begin
     g_looked <= g_ok or g_reuse;
     g_req_more <= ((in_state12 or g_feed) and (not g_rd_fault)) and ((or g_ph) or g_more);
     g_sge_rd <= ck_rd or g_rd;
-    g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
+    g_sge_idx <= mux(in_state12 or ck_pre, ck_i(4 downto 0), g_i(4 downto 0));
     g_rd_len <= std_logic_vector(unsigned(g_req_page_n) - unsigned'("00000000000000001"));
     pk_free <= (not pk_v) or ddp_s_ready;
     pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
@@ -3337,6 +3345,10 @@ begin
     pa_last <= b2l(pa_ptr = pa_use_n(13 downto 6));
     pa_take <= pa_src and (pk_take and pa_g_src);
     pa_use_end <= pa_take and pa_last;
+    pa_data_rd_at <= mux(pa_hit_go, std_logic_vector'(pa_hit_sel & x"00"), std_logic_vector'(
+        pa_use_slot &
+        mux(pa_take, std_logic_vector(unsigned(pa_ptr) + unsigned'(x"01")), pa_ptr)
+    ));
     pa_keep_last_n <= std_logic_vector(unsigned(std_logic_vector'('0' & pa_use_n(5 downto 0))) + unsigned'("0000001"));
     pa_keep <= std_logic_vector'(63 downto 0 => not pa_last) or std_logic_vector'(
         b2l(unsigned'("0111111") < unsigned(pa_keep_last_n)) &
@@ -3720,9 +3732,10 @@ begin
     wqe_on_chip <= one_bb or wb_rest_ahead;
     hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
     ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
-    drain_early <= ((in_state10 and msg_last_hdr_gather) and (not msg_done)) and (not gf_fault);
+    drain_skip <= (feed_end and (not gf_fault)) and ((msg_done or msg_eng_last_in) or msg_last_hdr_gather);
+    drain_early <= (((in_state10 or drain_skip) and msg_last_hdr_gather) and (not msg_done)) and (not gf_fault);
     drain_go <= (msg_done or (msg_eng_last_in and (not gf_fault))) or drain_early;
-    ctx_ahead_rd <= ((in_state10 and drain_go) and (not gf_fault)) and sched_head_ok;
+    ctx_ahead_rd <= (((in_state10 and drain_go) or drain_skip) and (not gf_fault)) and sched_head_ok;
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -8743,7 +8756,7 @@ begin
             if rst = '1' then
                 pa_primed <= '0';
             else
-                pa_primed <= pa_src and (not pa_hit_go);
+                pa_primed <= pa_hit_go or pa_src;
             end if;
         end if;
     end process;
@@ -12470,7 +12483,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, mux(turn_quick, "00011", "00001"), "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(hdr_on, mux(wqe_on_chip, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"), mux(wf_now, "10001", mux(wait_read, "00000", "01011"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, mux(turn_quick, "00011", "00001"), "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(hdr_on, mux(wqe_on_chip, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"), mux(wf_now, "10001", mux(wait_read, "00000", "01011"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, mux(drain_skip, "01011", "01010"), "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault_now or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;
@@ -12778,7 +12791,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(0)) = '1' then
                 pf_data0(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data0_rd <= pf_data0(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12791,7 +12804,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(1)) = '1' then
                 pf_data1(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data1_rd <= pf_data1(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12804,7 +12817,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(2)) = '1' then
                 pf_data2(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data2_rd <= pf_data2(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12817,7 +12830,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(3)) = '1' then
                 pf_data3(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data3_rd <= pf_data3(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12830,7 +12843,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(4)) = '1' then
                 pf_data4(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data4_rd <= pf_data4(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12843,7 +12856,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(5)) = '1' then
                 pf_data5(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data5_rd <= pf_data5(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12856,7 +12869,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(6)) = '1' then
                 pf_data6(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data6_rd <= pf_data6(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12869,7 +12882,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(7)) = '1' then
                 pf_data7(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12882,7 +12895,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(8)) = '1' then
                 pf_data8(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data8_rd <= pf_data8(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12895,7 +12908,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(9)) = '1' then
                 pf_data9(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data9_rd <= pf_data9(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12908,7 +12921,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(10)) = '1' then
                 pf_data10(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data10_rd <= pf_data10(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12921,7 +12934,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(11)) = '1' then
                 pf_data11(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data11_rd <= pf_data11(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12934,7 +12947,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(12)) = '1' then
                 pf_data12(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data12_rd <= pf_data12(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12947,7 +12960,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(13)) = '1' then
                 pf_data13(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data13_rd <= pf_data13(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12960,7 +12973,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(14)) = '1' then
                 pf_data14(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data14_rd <= pf_data14(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12973,7 +12986,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(15)) = '1' then
                 pf_data15(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or (in_state10 and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
                 pf_data15_rd <= pf_data15(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -13012,11 +13025,8 @@ begin
             if pa_beat = '1' then
                 pa_data(to_integer(unsigned(std_logic_vector'(pa_flight0_slot & pa_land_beat)))) <= rd_tdata;
             end if;
-            if pa_src = '1' then
-                pa_data_rd <= pa_data(to_integer(unsigned(std_logic_vector'(
-        pa_use_slot &
-        mux(pa_take, std_logic_vector(unsigned(pa_ptr) + unsigned'(x"01")), pa_ptr)
-    ))));
+            if (pa_src or pa_hit_go) = '1' then
+                pa_data_rd <= pa_data(to_integer(unsigned(pa_data_rd_at)));
             end if;
         end if;
     end process;
