@@ -1095,8 +1095,9 @@ func CardTx(width int) (*Module, error) {
 	dbFirst := m.WireOf("pf_db_first", And(dbFire, isSQ, Not(badDB), Eq(oldPI, Bits(sqDB, 31, 16)), Ne(newPI, oldPI),
 		Eq(qpSt.db, C(2, txQPLive)), Or(sIdle, Ne(dQP, cur))), "an SQ_PI doorbell posts the first WQE of a QP with nothing else posted")
 	drainSkip := m.Wire("drain_skip", 1, "txFeed's last cycle: the message needs no txDrain")
+	skipOK := m.Wire("drain_skip_ok", 1, "txFeed: the message's last FPDU is in mpa_tx but for its tail, no fault (its context is read every such cycle, for a quick turn)")
 	pf := cardTxPrefetch(m, txPrefetchIn{W: W, QB: QB, load: pfLoad, qp: cur, next: pfNext, pi: cPI, sqBase: cSQBase, sqMask: sqMask,
-		popped: popped, popRead: Or(sPop, And(Or(sDrain, drainSkip), headOK)), ctx: ctxLoad, ctxNext: ctxNextLd, consume: goWQE, create: create, createQP: qpNum,
+		popped: popped, popRead: Or(sPop, And(Or(sDrain, And(sFeed, skipOK)), headOK)), ctx: ctxLoad, ctxNext: ctxNextLd, consume: goWQE, create: create, createQP: qpNum,
 		dbAsk: dbFirst, dbQP: dQP, dbNext: oldPI, dbPI: newPI, dbSQBase: sqBaseDB, dbSQMask: dbSQMask,
 		reqGrant: pfGrant, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr})
 	m.Assign(pfHit, pf.hit)
@@ -1625,7 +1626,9 @@ func CardTx(width int) (*Module, error) {
 	// later. The feed's last cycle goes straight to txWB when txDrain
 	// would let the message go at once: a payload read fault is known by
 	// then (the packer takes a beat a cycle before it hands it on).
-	m.Assign(drainSkip, And(feedEnd, Not(gfR), Or(msgDone, engLastIn, gHdr)))
+	// From registers only: the feed's last cycle is deep enough.
+	m.Assign(skipOK, And(Not(gfR), Or(msgDone, gHdr)))
+	m.Assign(drainSkip, And(feedEnd, skipOK))
 	m.Assign(drainEarly, And(Or(sDrain, drainSkip), gHdr, Not(msgDone), Not(gfR)))
 	drainGo := m.WireOf("drain_go", Or(msgDone, And(engLastIn, Not(gfR)), drainEarly), "the message's last segment is in mpa_tx (but for its tail)")
 	m.Assign(aheadRd, And(Or(And(sDrain, drainGo), drainSkip), Not(gfR), headOK))

@@ -209,9 +209,11 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	pageN := m.WireOf("g_req_page_n", Sel(lastOfPiece, gN, zext(pgLeft, 17)), "bytes of this request, read")
 	// A payload slot holds the message's first requests up to its size
 	// (from the first byte's page): taken from a slot, they go as one.
+	// Kept from the piece's lookup (it matters for its first request only),
+	// so that the slot's match starts at registers.
 	SBy := cardTxSlotBytes(L)
-	slLeft := m.WireOf("g_slot_left", Sub(C(17, uint64(SBy)), zext(Bits(gAddr, 11, 0), 17)), "bytes from the piece's address to a slot's end")
-	slotN := m.WireOf("g_req_slot_n", Sel(Lt(slLeft, gN), slLeft, gN), "bytes of the first requests, as a slot holds them")
+	slLeft := m.WireOf("g_slot_left", Sub(C(17, uint64(SBy)), zext(Bits(g.chkAddr, 11, 0), 17)), "bytes from the looked-up address to a slot's end")
+	slotN := m.RegDecl("g_req_slot_n", 17, "bytes of the piece's first requests, as a slot holds them")
 	pqRoomW := addrWidth(cardTxRdReqs + 1)
 	reqV := m.Wire("g_req_v", 1, "a payload read request is offered")
 	gReqGo := m.WireOf("g_req_go", And(reqV, Or(g.rdReqReady, g.slotHit)), "")
@@ -220,7 +222,11 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	first := m.WireOf("g_req_first", And(ph(3), Eq(gReq, C(32, 0))), "the message's first request is offered")
 	m.Assign(reqV, And(ph(3), Lt(pq.Count, C(pqRoomW, cardTxRdReqs)), Not(gFault), Not(g.slotWait)))
 	fromSlot := m.WireOf("g_req_slot", And(reqV, g.slotHit), "the request is taken from a payload slot, not read")
-	reqN := m.WireOf("g_req_n", Sel(fromSlot, slotN, pageN), "bytes of the request that goes")
+	// The hit selects among sums, rather than feeding the adders.
+	step := func(name string, x *Signal) Expr {
+		w := x.W
+		return m.WireOf(name, Sel(fromSlot, Add(x, zext(slotN, w)), Add(x, zext(pageN, w))), "")
+	}
 	pieceDone := m.WireOf("g_piece_done", And(gReqGo, Sel(fromSlot, Eq(slotN, gN), lastOfPiece)), "the piece's last request goes")
 	// A one-SGE WQE's check is its first piece's lookup (the same STag,
 	// PD, TO and length): its verdict is taken as that lookup's, so the
@@ -229,12 +235,13 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
 	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(reuse, C(2, 3), next)), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
-	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), Add(goff, zext(reqN, 32))), Or(g.start, gSkip, gReqGo))
+	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), step("g_off_next", goff)), Or(g.start, gSkip, gReqGo))
 	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
-	m.Drive(gAddr, nil, Sel(looked, g.chkAddr, Add(gAddr, zext(reqN, 64))), Or(looked, gReqGo))
-	m.Drive(gN, nil, Sel(looked, runCap, Sub(gN, reqN)), Or(looked, gReqGo))
+	m.Drive(gAddr, nil, Sel(looked, g.chkAddr, step("g_addr_next", gAddr)), Or(looked, gReqGo))
+	m.Drive(gN, nil, Sel(looked, runCap, Sel(fromSlot, Sub(gN, slotN), Sub(gN, pageN))), Or(looked, gReqGo))
+	m.Drive(slotN, nil, Sel(Lt(slLeft, runCap), slLeft, runCap), looked)
 	m.Drive(gLate, big.NewInt(0), And(Not(g.start), Or(gLate, And(gV, Not(gOK)))), nil)
-	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), Add(gReq, zext(reqN, 32))), Or(g.start, gReqGo))
+	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), step("g_req_next", gReq)), Or(g.start, gReqGo))
 	out.lateFault = gLate
 	out.reqMore = m.WireOf("g_req_more", And(Or(g.chkPhase, g.feedPhase), Not(gFault), Or(RedOr(gph), gMore)), "the message has payload reads still to issue")
 	m.Assign(sgeRd, Or(ckRd, gRd))

@@ -913,8 +913,8 @@ module card_tx_w512 (
     wire [12:0]    g_pg_left;                // bytes from the piece's address to its page's end
     wire           g_req_whole;              // the rest of the piece lies in this page
     wire [16:0]    g_req_page_n;             // bytes of this request, read
-    wire [16:0]    g_slot_left;              // bytes from the piece's address to a slot's end
-    wire [16:0]    g_req_slot_n;             // bytes of the first requests, as a slot holds them
+    wire [16:0]    g_slot_left;              // bytes from the looked-up address to a slot's end
+    reg  [16:0]    g_req_slot_n;             // bytes of the piece's first requests, as a slot holds them
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
     wire           g_pq_push;                // a read goes to dma_rd
@@ -938,10 +938,12 @@ module card_tx_w512 (
     wire           g_pq7_push;
     wire           g_req_first;              // the message's first request is offered
     wire           g_req_slot;               // the request is taken from a payload slot, not read
-    wire [16:0]    g_req_n;                  // bytes of the request that goes
     wire           g_piece_done;             // the piece's last request goes
     wire           g_reuse;                  // the check's verdict opens the gather's first piece
+    wire [31:0]    g_off_next;
     wire           g_looked;                 // a piece's lookup is in
+    wire [63:0]    g_addr_next;
+    wire [31:0]    g_req_next;
     wire           g_req_more;               // the message has payload reads still to issue
     wire [16:0]    g_rd_len;                 // length minus one
     reg  [511:0]   pk_acc;                   // bytes held, from lane 0
@@ -988,6 +990,7 @@ module card_tx_w512 (
     wire           pf_grant;                 // dma_rd takes the read ahead
     wire           pf_db_first;              // an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     wire           drain_skip;               // txFeed's last cycle: the message needs no txDrain
+    wire           drain_skip_ok;            // txFeed: the message's last FPDU is in mpa_tx but for its tail, no fault (its context is read every such cycle, for a quick turn)
     reg  [7:0]     pf_flight_tail;           // read aheads issued to dma_rd
     reg  [7:0]     pf_flight_head;           // read aheads landed
     reg  [5:0]     pf_q_wp;                  // read aheads queued
@@ -2843,8 +2846,7 @@ module card_tx_w512 (
     assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
     assign g_req_page_n = g_req_whole ? g_n : {4'h0, g_pg_left};
-    assign g_slot_left = 17'h04000 - {5'h00, g_addr[11:0]};
-    assign g_req_slot_n = (g_slot_left < g_n) ? g_slot_left : g_n;
+    assign g_slot_left = 17'h04000 - {5'h00, s_chk_addr[11:0]};
     assign g_req_go = g_req_v & (rd_req_ready | pa_g_hit);
     assign g_pq_push = g_req_go & ~pa_g_hit;
     assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
@@ -2859,10 +2861,12 @@ module card_tx_w512 (
     assign g_req_first = (g_feed & (g_ph == 2'h3)) & (g_req == 32'h00000000);
     assign g_req_v = (((g_feed & (g_ph == 2'h3)) & (g_pq_count < 4'h8)) & ~g_rd_fault) & ~pa_g_wait;
     assign g_req_slot = g_req_v & pa_g_hit;
-    assign g_req_n = g_req_slot ? g_req_slot_n : g_req_page_n;
     assign g_piece_done = g_req_go & (g_req_slot ? (g_req_slot_n == g_n) : g_req_whole);
     assign g_reuse = (ck_verdict & (h_nsge == 5'h01)) & ~|s_chk_fault;
+    assign g_off_next = g_req_slot ? (g_off + {15'h0000, g_req_slot_n}) : (g_off + {15'h0000, g_req_page_n});
     assign g_looked = g_ok | g_reuse;
+    assign g_addr_next = g_req_slot ? (g_addr + {47'h000000000000, g_req_slot_n}) : (g_addr + {47'h000000000000, g_req_page_n});
+    assign g_req_next = g_req_slot ? (g_req + {15'h0000, g_req_slot_n}) : (g_req + {15'h0000, g_req_page_n});
     assign g_req_more = ((in_state12 | g_feed) & ~g_rd_fault) & (|g_ph | g_more);
     assign g_sge_rd = ck_rd | g_rd;
     assign g_sge_idx = (in_state12 | ck_pre) ? ck_i[4:0] : g_i[4:0];
@@ -3642,7 +3646,8 @@ module card_tx_w512 (
     assign wqe_on_chip = one_bb | wb_rest_ahead;
     assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
     assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
-    assign drain_skip = (feed_end & ~gf_fault) & ((msg_done | msg_eng_last_in) | msg_last_hdr_gather);
+    assign drain_skip_ok = ~gf_fault & (msg_done | msg_last_hdr_gather);
+    assign drain_skip = feed_end & drain_skip_ok;
     assign drain_early = (((in_state10 | drain_skip) & msg_last_hdr_gather) & ~msg_done) & ~gf_fault;
     assign drain_go = (msg_done | (msg_eng_last_in & ~gf_fault)) | drain_early;
     assign ctx_ahead_rd = (((in_state10 & drain_go) | drain_skip) & ~gf_fault) & sched_head_ok;
@@ -4985,19 +4990,25 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if ((fetch_go | g_skip) | g_req_go) begin
-            g_off <= (fetch_go | g_skip) ? 32'h00000000 : (g_off + {15'h0000, g_req_n});
+            g_off <= (fetch_go | g_skip) ? 32'h00000000 : g_off_next;
         end
     end
 
     always @(posedge clk) begin
         if (g_looked | g_req_go) begin
-            g_addr <= g_looked ? s_chk_addr : (g_addr + {47'h000000000000, g_req_n});
+            g_addr <= g_looked ? s_chk_addr : g_addr_next;
         end
     end
 
     always @(posedge clk) begin
         if (g_looked | g_req_go) begin
-            g_n <= g_looked ? g_run_cap : (g_n - g_req_n);
+            g_n <= g_looked ? g_run_cap : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (g_looked) begin
+            g_req_slot_n <= (g_slot_left < g_run_cap) ? g_slot_left : g_run_cap;
         end
     end
 
@@ -5013,7 +5024,7 @@ module card_tx_w512 (
         if (rst) begin
             g_req <= 32'h00000000;
         end else if (fetch_go | g_req_go) begin
-            g_req <= fetch_go ? 32'h00000000 : (g_req + {15'h0000, g_req_n});
+            g_req <= fetch_go ? 32'h00000000 : g_req_next;
         end
     end
 
@@ -9531,7 +9542,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[0]) begin
             pf_data0[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data0_rd <= pf_data0[pf_pop_slot];
         end
     end
@@ -9541,7 +9552,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[1]) begin
             pf_data1[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data1_rd <= pf_data1[pf_pop_slot];
         end
     end
@@ -9551,7 +9562,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[2]) begin
             pf_data2[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data2_rd <= pf_data2[pf_pop_slot];
         end
     end
@@ -9561,7 +9572,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[3]) begin
             pf_data3[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data3_rd <= pf_data3[pf_pop_slot];
         end
     end
@@ -9571,7 +9582,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[4]) begin
             pf_data4[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data4_rd <= pf_data4[pf_pop_slot];
         end
     end
@@ -9581,7 +9592,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[5]) begin
             pf_data5[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data5_rd <= pf_data5[pf_pop_slot];
         end
     end
@@ -9591,7 +9602,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[6]) begin
             pf_data6[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data6_rd <= pf_data6[pf_pop_slot];
         end
     end
@@ -9601,7 +9612,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[7]) begin
             pf_data7[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data7_rd <= pf_data7[pf_pop_slot];
         end
     end
@@ -9611,7 +9622,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[8]) begin
             pf_data8[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data8_rd <= pf_data8[pf_pop_slot];
         end
     end
@@ -9621,7 +9632,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[9]) begin
             pf_data9[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data9_rd <= pf_data9[pf_pop_slot];
         end
     end
@@ -9631,7 +9642,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[10]) begin
             pf_data10[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data10_rd <= pf_data10[pf_pop_slot];
         end
     end
@@ -9641,7 +9652,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[11]) begin
             pf_data11[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data11_rd <= pf_data11[pf_pop_slot];
         end
     end
@@ -9651,7 +9662,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[12]) begin
             pf_data12[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data12_rd <= pf_data12[pf_pop_slot];
         end
     end
@@ -9661,7 +9672,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[13]) begin
             pf_data13[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data13_rd <= pf_data13[pf_pop_slot];
         end
     end
@@ -9671,7 +9682,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[14]) begin
             pf_data14[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data14_rd <= pf_data14[pf_pop_slot];
         end
     end
@@ -9681,7 +9692,7 @@ module card_tx_w512 (
         if (pf_land_blk_done & pf_land_slot_1h[15]) begin
             pf_data15[pf_land_entry] <= pf_land_blk_data;
         end
-        if (in_state1 | ((in_state10 | drain_skip) & sched_head_ok)) begin
+        if (in_state1 | ((in_state10 | (in_state9 & drain_skip_ok)) & sched_head_ok)) begin
             pf_data15_rd <= pf_data15[pf_pop_slot];
         end
     end

@@ -944,8 +944,8 @@ architecture rtl of card_tx_w512 is
     signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
     signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
     signal g_req_page_n : std_logic_vector(16 downto 0); -- bytes of this request, read
-    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the piece's address to a slot's end
-    signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the first requests, as a slot holds them
+    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the looked-up address to a slot's end
+    signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the piece's first requests, as a slot holds them
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
     signal g_pq_push : std_logic;            -- a read goes to dma_rd
@@ -969,10 +969,12 @@ architecture rtl of card_tx_w512 is
     signal g_pq7_push : std_logic;
     signal g_req_first : std_logic;          -- the message's first request is offered
     signal g_req_slot : std_logic;           -- the request is taken from a payload slot, not read
-    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of the request that goes
     signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_reuse : std_logic;              -- the check's verdict opens the gather's first piece
+    signal g_off_next : std_logic_vector(31 downto 0);
     signal g_looked : std_logic;             -- a piece's lookup is in
+    signal g_addr_next : std_logic_vector(63 downto 0);
+    signal g_req_next : std_logic_vector(31 downto 0);
     signal g_req_more : std_logic;           -- the message has payload reads still to issue
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
@@ -1019,6 +1021,7 @@ architecture rtl of card_tx_w512 is
     signal pf_grant : std_logic;             -- dma_rd takes the read ahead
     signal pf_db_first : std_logic;          -- an SQ_PI doorbell posts the first WQE of a QP with nothing else posted
     signal drain_skip : std_logic;           -- txFeed's last cycle: the message needs no txDrain
+    signal drain_skip_ok : std_logic;        -- txFeed: the message's last FPDU is in mpa_tx but for its tail, no fault (its context is read every such cycle, for a quick turn)
     signal pf_flight_tail : std_logic_vector(7 downto 0) := x"00"; -- read aheads issued to dma_rd
     signal pf_flight_head : std_logic_vector(7 downto 0) := x"00"; -- read aheads landed
     signal pf_q_wp : std_logic_vector(5 downto 0) := "000000"; -- read aheads queued
@@ -2921,8 +2924,7 @@ begin
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
     g_req_page_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
-    g_slot_left <= std_logic_vector(unsigned'("00100000000000000") - unsigned(std_logic_vector'("00000" & g_addr(11 downto 0))));
-    g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_n)), g_slot_left, g_n);
+    g_slot_left <= std_logic_vector(unsigned'("00100000000000000") - unsigned(std_logic_vector'("00000" & s_chk_addr(11 downto 0))));
     g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
     g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
@@ -2937,10 +2939,12 @@ begin
     g_req_first <= (g_feed and b2l(g_ph = "11")) and b2l(g_req = x"00000000");
     g_req_v <= (((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault)) and (not pa_g_wait);
     g_req_slot <= g_req_v and pa_g_hit;
-    g_req_n <= mux(g_req_slot, g_req_slot_n, g_req_page_n);
     g_piece_done <= g_req_go and mux(g_req_slot, b2l(g_req_slot_n = g_n), g_req_whole);
     g_reuse <= (ck_verdict and b2l(h_nsge = "00001")) and (not (or s_chk_fault));
+    g_off_next <= mux(g_req_slot, std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_page_n))));
     g_looked <= g_ok or g_reuse;
+    g_addr_next <= mux(g_req_slot, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_page_n))));
+    g_req_next <= mux(g_req_slot, std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_page_n))));
     g_req_more <= ((in_state12 or g_feed) and (not g_rd_fault)) and ((or g_ph) or g_more);
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12 or ck_pre, ck_i(4 downto 0), g_i(4 downto 0));
@@ -3732,7 +3736,8 @@ begin
     wqe_on_chip <= one_bb or wb_rest_ahead;
     hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
     ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
-    drain_skip <= (feed_end and (not gf_fault)) and ((msg_done or msg_eng_last_in) or msg_last_hdr_gather);
+    drain_skip_ok <= (not gf_fault) and (msg_done or msg_last_hdr_gather);
+    drain_skip <= feed_end and drain_skip_ok;
     drain_early <= (((in_state10 or drain_skip) and msg_last_hdr_gather) and (not msg_done)) and (not gf_fault);
     drain_go <= (msg_done or (msg_eng_last_in and (not gf_fault))) or drain_early;
     ctx_ahead_rd <= (((in_state10 and drain_go) or drain_skip) and (not gf_fault)) and sched_head_ok;
@@ -5653,7 +5658,7 @@ begin
     begin
         if rising_edge(clk) then
             if ((fetch_go or g_skip) or g_req_go) = '1' then
-                g_off <= mux(fetch_go or g_skip, x"00000000", std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_n))));
+                g_off <= mux(fetch_go or g_skip, x"00000000", g_off_next);
             end if;
         end if;
     end process;
@@ -5662,7 +5667,7 @@ begin
     begin
         if rising_edge(clk) then
             if (g_looked or g_req_go) = '1' then
-                g_addr <= mux(g_looked, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
+                g_addr <= mux(g_looked, s_chk_addr, g_addr_next);
             end if;
         end if;
     end process;
@@ -5671,7 +5676,16 @@ begin
     begin
         if rising_edge(clk) then
             if (g_looked or g_req_go) = '1' then
-                g_n <= mux(g_looked, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
+                g_n <= mux(g_looked, g_run_cap, mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
+            end if;
+        end if;
+    end process;
+
+    g_req_slot_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if g_looked = '1' then
+                g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_run_cap)), g_slot_left, g_run_cap);
             end if;
         end if;
     end process;
@@ -5693,7 +5707,7 @@ begin
             if rst = '1' then
                 g_req <= x"00000000";
             elsif (fetch_go or g_req_go) = '1' then
-                g_req <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_n))));
+                g_req <= mux(fetch_go, x"00000000", g_req_next);
             end if;
         end if;
     end process;
@@ -12791,7 +12805,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(0)) = '1' then
                 pf_data0(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data0_rd <= pf_data0(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12804,7 +12818,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(1)) = '1' then
                 pf_data1(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data1_rd <= pf_data1(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12817,7 +12831,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(2)) = '1' then
                 pf_data2(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data2_rd <= pf_data2(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12830,7 +12844,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(3)) = '1' then
                 pf_data3(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data3_rd <= pf_data3(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12843,7 +12857,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(4)) = '1' then
                 pf_data4(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data4_rd <= pf_data4(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12856,7 +12870,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(5)) = '1' then
                 pf_data5(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data5_rd <= pf_data5(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12869,7 +12883,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(6)) = '1' then
                 pf_data6(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data6_rd <= pf_data6(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12882,7 +12896,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(7)) = '1' then
                 pf_data7(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data7_rd <= pf_data7(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12895,7 +12909,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(8)) = '1' then
                 pf_data8(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data8_rd <= pf_data8(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12908,7 +12922,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(9)) = '1' then
                 pf_data9(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data9_rd <= pf_data9(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12921,7 +12935,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(10)) = '1' then
                 pf_data10(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data10_rd <= pf_data10(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12934,7 +12948,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(11)) = '1' then
                 pf_data11(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data11_rd <= pf_data11(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12947,7 +12961,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(12)) = '1' then
                 pf_data12(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data12_rd <= pf_data12(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12960,7 +12974,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(13)) = '1' then
                 pf_data13(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data13_rd <= pf_data13(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12973,7 +12987,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(14)) = '1' then
                 pf_data14(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data14_rd <= pf_data14(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
@@ -12986,7 +13000,7 @@ begin
             if (pf_land_blk_done and pf_land_slot_1h(15)) = '1' then
                 pf_data15(to_integer(unsigned(pf_land_entry))) <= pf_land_blk_data;
             end if;
-            if (in_state1 or ((in_state10 or drain_skip) and sched_head_ok)) = '1' then
+            if (in_state1 or ((in_state10 or (in_state9 and drain_skip_ok)) and sched_head_ok)) = '1' then
                 pf_data15_rd <= pf_data15(to_integer(unsigned(pf_pop_slot)));
             end if;
         end if;
