@@ -171,6 +171,10 @@ type PlacementOut struct {
 	// register, a last block to write); low means every m_done of the
 	// ULPDUs taken so far has been taken.
 	Busy bool
+	// TableWr: a command writes the STag table or the page list this
+	// cycle (m_tbl_wr: a commit or invalidation of an index in the table
+	// once it is initialised, or a page-list write).
+	TableWr bool
 
 	// A segment's first beat is decided (m_dec): where it goes, and
 	// whether it was dropped because its connection had failed.
@@ -497,6 +501,12 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	}
 	m.clrProg = (in.Clear || m.clrProg) && progWr
 	// Table updates take effect after this cycle's reads.
+	switch c := in.Cmd; c.Kind {
+	case CmdCommit, CmdInvalidate:
+		out.TableWr = m.initDone && c.Index < uint32(m.depth)
+	case CmdPage:
+		out.TableWr = true
+	}
 	switch c := in.Cmd; c.Kind {
 	case CmdCommit:
 		if m.initDone && c.Index < uint32(m.depth) {

@@ -497,6 +497,7 @@ func CardTop(width int) (*Module, error) {
 	// lkey checks through placement's check port.
 	txIn["s_qp_pd"] = o("regs", "qp_pd_pd")
 	txIn["m_chk_ready"] = o("pl", "s_chk_ready")
+	txIn["s_tbl_wr"] = o("pl", "m_tbl_wr")
 	for _, f := range []string{"valid", "tag", "fault", "addr", "run"} {
 		txIn["s_chk_"+f] = o("pl", "m_chk_"+f)
 	}

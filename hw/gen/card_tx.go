@@ -222,6 +222,7 @@ func CardTx(width int) (*Module, error) {
 	ckFault := m.Input("s_chk_fault", 3, "0 OK, else the mem.Fault")
 	ckAddr := m.Input("s_chk_addr", 64, "host address of the piece")
 	ckRun := m.Input("s_chk_run", 32, "bytes contiguous from there")
+	tblWr := m.Input("s_tbl_wr", 1, "placement's m_tbl_wr: the STag table is written (a read-ahead lookup's verdict no longer holds)")
 
 	// Local Invalidate and bind through placement's mop port (s_mop_* there).
 	mopV := m.Output("m_mop_valid", 1, "a Local Invalidate or bind for placement's s_mop port")
@@ -1072,11 +1073,22 @@ func CardTx(width int) (*Module, error) {
 	if W == 512 {
 		preRd = sHdr
 	}
+	// Verdict reuse (512 bits): a one-SGE WQE whose SGE 0 a payload slot's
+	// lookup checked, the table unwritten since, goes from txHdr to
+	// txFeed with that verdict (card_tx_payahead.go).
+	var skipGo, skipAddr, skipRun, skipN *Signal
+	var skipLen Expr
+	if W == 512 {
+		skipGo = m.Wire("chk_skip", 1, "txHdr: the WQE's check is a read-ahead slot's verdict: no txChk")
+		skipAddr, skipRun, skipN = m.Wire("chk_skip_addr", 64, ""), m.Wire("chk_skip_run", 17, ""), m.Wire("chk_skip_n", 17, "")
+		skipLen = m.WireOf("chk_skip_len", Bits(pblk, 351, 320), "SGE 0's LENGTH, from the block taken in txDecide")
+	}
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, preRd: preRd, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
-		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep})
+		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep,
+		skip: skipGo, skipAddr: skipAddr, skipRun: skipRun, skipN: skipN, skipLen: skipLen})
 	unused = append(unused, ga.unused...)
 	m.Assign(gfR, ga.rdFault)
 	m.Assign(gfAddr, ga.rdFaultAddr)
@@ -1107,6 +1119,12 @@ func CardTx(width int) (*Module, error) {
 	engReq := m.WireOf("rd_eng_req", Or(wqeRdValid, ga.rdV), "the engine or the gather asks for a read")
 	m.Assign(pfGrant, And(pf.reqV, Not(engReq), rdReqReady))
 	paGrant := m.Wire("pa_grant", 1, "dma_rd takes a payload slot's read")
+	var decHdr *Signal
+	if W == 512 {
+		decHdr = m.WireOf("pa_dec_hdr", Bits(pblk, 31, 0), "txDecide: the starting WQE's header bytes 0..3")
+	} else {
+		unused = append(unused, tblWr)
+	}
 	pa := cardTxPayAhead(m, txPayAheadIn{W: W, L: L, LB: LB,
 		blkDone: pf.blkDone, blkOK: pf.blkOK, blk: pf.blk, blkOff: pf.blkOff, blkQP: pf.blkQP, blkIdx: pf.blkIdx,
 		blkFresh: pf.blkFresh, blkLast: pf.blkLast,
@@ -1114,7 +1132,8 @@ func CardTx(width int) (*Module, error) {
 		cur: cur, cNext: cNext, wqeGo: goWQE, start: goAny,
 		reqAsk: And(ga.firstAsk, Not(rsp)), reqAddr: ga.reqAddr, reqN: ga.reqN, reqGo: ga.reqGo, take: ga.slotTake,
 		chkFree: Not(ga.chkV), chkReady: ckReqR, chkValid: ckV, chkTag: ckRTag, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
-		rdGrant: paGrant, rdHold: ga.reqMore, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr, rdB: rdBErr})
+		rdGrant: paGrant, rdHold: ga.reqMore, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr, rdB: rdBErr,
+		reuse: W == 512, tblWr: tblWr, decide: early, decHdr: decHdr, decSGE: Bits(pblk, 383, 256)})
 	unused = append(unused, pa.unused...)
 	m.Assign(paHit, pa.hit)
 	m.Assign(paWait, pa.wait)
@@ -1605,8 +1624,20 @@ func CardTx(width int) (*Module, error) {
 	}
 	mopNow := And(opMop, Not(retFl))
 	feedNow := Sel(mopNow, C(5, txMop), Sel(fromBuf, C(5, txFeed), C(5, txChk)))
+	var chkSkipOK Expr = C(1, 0)
+	if W == 512 {
+		// From registers: the slot's verdict (pa_skip) and the WQE's mode.
+		chkSkipOK = m.WireOf("chk_skip_ok", And(pa.skip, Not(retFl), Not(abV)), "txHdr: the WQE has its check's verdict")
+		m.Assign(skipAddr, pa.skipAddr)
+		m.Assign(skipRun, pa.skipRun)
+		m.Assign(skipN, pa.skipN)
+		feedNow = Sel(mopNow, C(5, txMop), Sel(Or(fromBuf, chkSkipOK), C(5, txFeed), C(5, txChk)))
+	}
 	onChip := m.WireOf("wqe_on_chip", Or(oneBB, rest2), "the WQE's blocks are on chip by txHdr's end: one block, or two read ahead")
 	hdrOn := m.WireOf("hdr_on", Not(Or(wfNow, waitRd, malNow, And(retFl, Not(sentFull)))), "txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch")
+	if W == 512 {
+		m.Assign(skipGo, And(sHdr, chkSkipOK, hdrOn, onChip))
+	}
 	feedNext, hdrNext := feedNow, Sel(oneBB, feedNow, Sel(rest2, C(5, txRest), C(5, txFetch)))
 	if L == 64 {
 		// At 512 bits a WQE of one block, or two read ahead, is in the

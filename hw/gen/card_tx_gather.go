@@ -52,6 +52,13 @@ type txGatherIn struct {
 	slotV             Expr // its beat
 	slotData          Expr
 	slotKeep          Expr
+	// A one-SGE WQE's verdict taken from a slot's lookup (the payload read
+	// ahead's verdict reuse; nil where it is not built): no check phase,
+	// the first piece opened with the lookup's address and run, its first
+	// requests' bytes as the slot holds them, and the SGE's length.
+	skip                     *Signal
+	skipAddr, skipRun, skipN *Signal
+	skipLen                  Expr
 }
 
 // txGather is what the gather gives card_tx.
@@ -174,7 +181,11 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	fcode := m.RegDecl("ck_fault_code", 3, "the first failed verdict")
 	m.Drive(fcode, big.NewInt(0), Sel(g.start, C(3, 0), g.chkFault), Or(g.start, And(ckV, RedOr(g.chkFault), Not(fault))))
 	out.faultCode = fcode
-	m.Drive(total, nil, Sel(g.start, C(32, 0), Add(total, sLen)), Or(g.start, ckGo))
+	if g.skip != nil {
+		m.Drive(total, nil, Sel(g.start, C(32, 0), Sel(g.skip, g.skipLen, Add(total, sLen))), Or(g.start, ckGo, g.skip))
+	} else {
+		m.Drive(total, nil, Sel(g.start, C(32, 0), Add(total, sLen)), Or(g.start, ckGo))
+	}
 	// Done in the cycle of the last verdict, which then counts as taken.
 	gotNow := m.WireOf("ck_got_now", Sel(ckV, incr(got), got), "verdicts back, this cycle's included")
 	out.chkDone = m.WireOf("ck_done", And(g.chkPhase, Not(cph), Not(ckMore), Eq(gotNow, sent)), "every SGE is checked")
@@ -233,13 +244,25 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	// feed starts at the piece's first request.
 	reuse := m.WireOf("g_reuse", And(ckV, Eq(g.nsge, C(5, 1)), Not(RedOr(g.chkFault))), "the check's verdict opens the gather's first piece")
 	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
-	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(reuse, C(2, 3), next)), nil)
+	open := Expr(reuse)
+	var skip Expr = C(1, 0)
+	if g.skip != nil {
+		skip = m.WireOf("g_skip_check", g.skip, "the verdict was a slot's lookup's: the first piece opens with its results")
+		open = Or(reuse, skip)
+	}
+	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(open, C(2, 3), next)), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
 	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), step("g_off_next", goff)), Or(g.start, gSkip, gReqGo))
 	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
-	m.Drive(gAddr, nil, Sel(looked, g.chkAddr, step("g_addr_next", gAddr)), Or(looked, gReqGo))
-	m.Drive(gN, nil, Sel(looked, runCap, Sel(fromSlot, Sub(gN, slotN), Sub(gN, pageN))), Or(looked, gReqGo))
-	m.Drive(slotN, nil, Sel(Lt(slLeft, runCap), slLeft, runCap), looked)
+	addrIn, runIn := Expr(g.chkAddr), Expr(runCap)
+	slotIn := Expr(Sel(Lt(slLeft, runCap), slLeft, runCap))
+	if g.skip != nil {
+		addrIn, runIn, slotIn = Sel(skip, g.skipAddr, addrIn), Sel(skip, g.skipRun, runIn), Sel(skip, g.skipN, slotIn)
+		looked = m.WireOf("g_opened", Or(looked, skip), "a piece's lookup is in, or a slot's stands for it")
+	}
+	m.Drive(gAddr, nil, Sel(looked, addrIn, step("g_addr_next", gAddr)), Or(looked, gReqGo))
+	m.Drive(gN, nil, Sel(looked, runIn, Sel(fromSlot, Sub(gN, slotN), Sub(gN, pageN))), Or(looked, gReqGo))
+	m.Drive(slotN, nil, slotIn, looked)
 	m.Drive(gLate, big.NewInt(0), And(Not(g.start), Or(gLate, And(gV, Not(gOK)))), nil)
 	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), step("g_req_next", gReq)), Or(g.start, gReqGo))
 	out.lateFault = gLate
@@ -371,6 +394,8 @@ func CardTxBench(width int) (*Module, error) {
 		txc["m_mop_"+f.name] = s
 		plc["s_mop_"+f.name] = s
 	}
+	tw := w("tbl_wr", 1)
+	txc["s_tbl_wr"], plc["m_tbl_wr"] = tw, tw
 	mr := w("mop_ready", 1)
 	txc["m_mop_ready"], plc["s_mop_ready"] = mr, mr
 	for _, f := range []string{"valid", "ok"} {

@@ -86,6 +86,14 @@ type txPayAheadIn struct {
 	rdHold                               Expr // the gather has reads of its message still to issue
 	rdValid, rdData, rdLast, rdErr, rdB  Expr // dma_rd's output (any tag); rdB its tuser_berr
 	rdTag                                *Signal
+	// Verdict reuse (reuse: built at 512 bits): placement's m_tbl_wr, and
+	// the WQE that starts with its first block on chip (txDecide), its
+	// header and SGE 0.
+	reuse  bool
+	tblWr  Expr
+	decide Expr
+	decHdr *Signal
+	decSGE Expr
 }
 
 // txPayAhead is what the payload read ahead gives card_tx.
@@ -98,7 +106,12 @@ type txPayAhead struct {
 	beat                   Expr // dma_rd's beat is a slot's (taken)
 	src                    Expr // the packer's input is the slot in use
 	v, data, keep          Expr // its beat
-	unused                 []Expr
+	// Verdict reuse: the WQE that started last cycle is a one-SGE
+	// gathered one whose SGE 0 a slot's lookup checked, and the table has
+	// not been written since; the lookup's results for the gather.
+	skip                     *Signal
+	skipAddr, skipRun, skipN *Signal
+	unused                   []Expr
 }
 
 func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
@@ -173,7 +186,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	hv := m.WireOf("pa_cq_v", RedOr(cq.Count), "a candidate waits")
 
 	// --- slots ---
-	type slot struct{ alloc, fl, done, bad, qp, idx, addr, n *Signal }
+	type slot struct{ alloc, fl, done, bad, qp, idx, addr, n, sge, run, fresh *Signal }
 	sl := make([]slot, S)
 	for s := range sl {
 		p := fmt.Sprintf("pa_s%d_", s)
@@ -182,6 +195,11 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 			bad: m.RegDecl(p+"bad", 1, "... with an error response"),
 			qp:  m.RegDecl(p+"qp", in.cur.Width(), "key: QP"), idx: m.RegDecl(p+"idx", 16, "key: SQ index of the WQE"),
 			addr: m.RegDecl(p+"addr", 64, "host address read"), n: m.RegDecl(p+"n", NB, fmt.Sprintf("bytes read (1..%d)", SBy))}
+		if in.reuse {
+			sl[s].sge = m.RegDecl(p+"sge", 128, "key: the SGE looked up (LKEY, LENGTH, ADDR)")
+			sl[s].run = m.RegDecl(p+"run", 17, fmt.Sprintf("the lookup's contiguous run, at most %d bytes (the gather's first piece)", cardTxRdPiece))
+			sl[s].fresh = m.RegDecl(p+"fresh", 1, "the lookup's verdict was OK and the table has not been written since it was asked")
+		}
 	}
 	// The slot the packer reads (from the hit to its last beat): src and su.
 	src := m.RegDecl("pa_src", 1, "the packer's input is the slot in use")
@@ -209,6 +227,15 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	run := in.chkRun
 	nRd := m.WireOf("pa_rd_n", Sel(Lt(run, zext(pgLeft, 32)), Bits(run, NB-1, 0), pgLeft), "the slot's bytes, as the gather's first requests take them")
 	curHot := oneHot(m, "pa_cur", cur, S)
+	var clean, runCap Expr
+	if in.reuse {
+		// A verdict holds only if the table was not written from the
+		// lookup's request to its verdict (placement reads it in between).
+		c := m.RegDecl("pa_look_clean", 1, "no table write since the lookup in flight was asked")
+		m.Drive(c, big.NewInt(0), And(Not(in.tblWr), Or(lookGo, c)), nil)
+		clean = c
+		runCap = m.WireOf("pa_run_cap", Sel(Lt(run, C(32, cardTxRdPiece)), Bits(run, 16, 0), C(17, cardTxRdPiece)), "the gather's first piece, as its lookup would give it")
+	}
 	var allocCur []Expr
 	for s := range sl {
 		allocCur = append(allocCur, And(Bit(curHot, s), sl[s].alloc))
@@ -304,6 +331,38 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		m.Drive(x.fl, big.NewInt(0), Or(And(rdGo, at(curHot)), And(x.fl, Not(landS))), nil)
 		m.Drive(x.done, big.NewInt(0), And(Not(mine), Or(landS, x.done)), nil)
 		m.Drive(x.bad, big.NewInt(0), And(Not(mine), Or(And(landS, landBad), x.bad)), nil)
+		if in.reuse {
+			m.Drive(x.sge, nil, Cat(h[4], h[3], h[2]), mine)
+			m.Drive(x.run, nil, runCap, And(vOK, at(curHot)))
+			m.Drive(x.fresh, big.NewInt(0), And(Not(in.tblWr), Not(mine), Or(And(vOK, at(curHot), clean), x.fresh)), nil)
+		}
+	}
+	if in.reuse {
+		// --- verdict reuse ---
+		// A one-SGE gathered Send or Write that starts with its block on
+		// chip (txDecide) whose SGE 0 a fresh slot's lookup checked (same
+		// QP and PD, STag, TO and length; no right needed: a local read)
+		// has that verdict now: placement would give the same one until
+		// its table is written. The engine then skips txChk, and the
+		// gather opens its first piece with the lookup's results, kept in
+		// the slot (its address, its contiguous run).
+		op := Bits(in.decHdr, 7, 0)
+		one := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(in.decHdr, 11)), Eq(Bits(in.decHdr, 28, 24), C(5, 1)))
+		out.unused = append(out.unused, Bits(in.decHdr, 31, 29), Bits(in.decHdr, 23, 12), Bits(in.decHdr, 10, 8))
+		var rT []Expr
+		for _, x := range sl {
+			rT = append(rT, And(x.alloc, x.fresh, Eq(x.qp, in.cur), Eq(x.idx, in.cNext), Eq(x.sge, in.decSGE)))
+		}
+		rsel := lowest(rT)
+		out.skip = m.Reg("pa_skip", 1, big.NewInt(0), And(in.decide, one, RedOr(Cat(rT...)), Not(in.tblWr)), nil, "the WQE that started last cycle has its SGE's verdict from a slot's lookup")
+		var runs []Expr
+		for _, x := range sl {
+			runs = append(runs, x.run)
+		}
+		rs := selBits(m.WireOf("pa_skip_sel", rsel, ""), 0, SB)
+		out.skipAddr = m.Reg("pa_skip_addr", 64, nil, muxTree(rs, addrs), nil, "its slot's host address (the lookup's)")
+		out.skipRun = m.Reg("pa_skip_run", 17, nil, muxTree(rs, runs), nil, "... and contiguous run")
+		out.skipN = m.Reg("pa_skip_n", 17, nil, zext(muxTree(rs, ns), 17), nil, "... and bytes (the first requests' as a slot holds them)")
 	}
 	out.unused = append(out.unused, Bit(uN, NB-1))
 	out.unused = append(out.unused, Bit(rel, 4))

@@ -310,6 +310,10 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 		pblEn: hit("PBL_COMMIT"), pblAddr: Bits(pblIndex, PW-1, 0), pblData: Cat(pblHi, pblLo), initDone: initDoneR,
 		mop: mop, regCmd: regCmd})
 	rxk.tables(entEn, entAddr, entData, tagEn, tagAddr, tagData, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0), Cat(pblHi, pblLo))
+	// A verdict of the check port stays true while this is low: card_tx
+	// keeps its read ahead's verdicts until the table is written.
+	m.Assign(m.Output("m_tbl_wr", 1, "the STag table or the page list is written this cycle (after init_done: a commit, an invalidation of any kind, a bind, a page-list commit); a check port verdict given before holds until it is"),
+		Or(And(initDoneR, Or(entEn, tagEn)), hit("PBL_COMMIT")))
 
 	// Stage 1: decision.
 	s1 := beat{}

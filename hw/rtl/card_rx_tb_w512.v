@@ -200,6 +200,7 @@ module card_rx_tb_w512 (
     input  wire           s_mop_type2,
     output wire           m_mop_valid,
     output wire           m_mop_ok,
+    output wire           m_tbl_wr,
     output wire           mon_ulp_beat,      // a ULPDU beat passes from card_rx to placement (for measurements)
     output wire           mon_ulp_last,      // ... and it is a ULPDU's last
     output wire           mon_inv,           // card_rx invalidates an STag in placement's table (for the comparison)
@@ -360,6 +361,7 @@ module card_rx_tb_w512 (
     wire           pl_s_mop_ready;
     wire           pl_m_mop_valid;
     wire           pl_m_mop_ok;
+    wire           pl_m_tbl_wr;
 
     assign qp_cmd_ready = rx_qp_cmd_ready;
     assign s_db_ready = rx_s_db_ready;
@@ -466,6 +468,7 @@ module card_rx_tb_w512 (
     assign s_mop_ready = pl_s_mop_ready;
     assign m_mop_valid = pl_m_mop_valid;
     assign m_mop_ok = pl_m_mop_ok;
+    assign m_tbl_wr = pl_m_tbl_wr;
     assign mon_ulp_beat = ulp_tvalid & ulp_tready;
     assign mon_ulp_last = (ulp_tvalid & ulp_tready) & ulp_tlast;
     assign mon_inv = x_m_inv_valid & x_m_inv_ready;
@@ -761,7 +764,8 @@ module card_rx_tb_w512 (
         .s_mop_access(s_mop_access),
         .s_mop_type2(s_mop_type2),
         .m_mop_valid(pl_m_mop_valid),
-        .m_mop_ok(pl_m_mop_ok)
+        .m_mop_ok(pl_m_mop_ok),
+        .m_tbl_wr(pl_m_tbl_wr)
     );
 
 endmodule

@@ -202,6 +202,7 @@ entity card_rx_tb_w512 is
         s_mop_type2 : in  std_logic;
         m_mop_valid : out std_logic;
         m_mop_ok : out std_logic;
+        m_tbl_wr : out std_logic;
         mon_ulp_beat : out std_logic;        -- a ULPDU beat passes from card_rx to placement (for measurements)
         mon_ulp_last : out std_logic;        -- ... and it is a ULPDU's last
         mon_inv : out std_logic;             -- card_rx invalidates an STag in placement's table (for the comparison)
@@ -364,6 +365,7 @@ architecture rtl of card_rx_tb_w512 is
     signal pl_s_mop_ready : std_logic;
     signal pl_m_mop_valid : std_logic;
     signal pl_m_mop_ok : std_logic;
+    signal pl_m_tbl_wr : std_logic;
 begin
     qp_cmd_ready <= rx_qp_cmd_ready;
     s_db_ready <= rx_s_db_ready;
@@ -470,6 +472,7 @@ begin
     s_mop_ready <= pl_s_mop_ready;
     m_mop_valid <= pl_m_mop_valid;
     m_mop_ok <= pl_m_mop_ok;
+    m_tbl_wr <= pl_m_tbl_wr;
     mon_ulp_beat <= ulp_tvalid and ulp_tready;
     mon_ulp_last <= (ulp_tvalid and ulp_tready) and ulp_tlast;
     mon_inv <= x_m_inv_valid and x_m_inv_ready;
@@ -767,6 +770,7 @@ begin
             s_mop_access => s_mop_access,
             s_mop_type2 => s_mop_type2,
             m_mop_valid => pl_m_mop_valid,
-            m_mop_ok => pl_m_mop_ok
+            m_mop_ok => pl_m_mop_ok,
+            m_tbl_wr => pl_m_tbl_wr
         );
 end architecture rtl;

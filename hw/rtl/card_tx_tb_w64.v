@@ -245,6 +245,7 @@ module card_tx_tb_w64 (
     wire [63:0]    mop_len;
     wire [3:0]     mop_access;
     wire           mop_type2;
+    wire           tbl_wr;
     wire           mop_ready;
     wire           mop_done_valid;
     wire           mop_done_ok;
@@ -560,6 +561,7 @@ module card_tx_tb_w64 (
         .s_chk_fault(chk_fault),
         .s_chk_addr(chk_addr),
         .s_chk_run(chk_run),
+        .s_tbl_wr(tbl_wr),
         .m_mop_valid(mop_valid),
         .m_mop_ready(mop_ready),
         .m_mop_bind(mop_bind),
@@ -713,7 +715,8 @@ module card_tx_tb_w64 (
         .s_mop_access(mop_access),
         .s_mop_type2(mop_type2),
         .m_mop_valid(mop_done_valid),
-        .m_mop_ok(mop_done_ok)
+        .m_mop_ok(mop_done_ok),
+        .m_tbl_wr(tbl_wr)
     );
 
 endmodule

@@ -249,6 +249,7 @@ architecture rtl of card_tx_tb_w64 is
     signal mop_len : std_logic_vector(63 downto 0);
     signal mop_access : std_logic_vector(3 downto 0);
     signal mop_type2 : std_logic;
+    signal tbl_wr : std_logic;
     signal mop_ready : std_logic;
     signal mop_done_valid : std_logic;
     signal mop_done_ok : std_logic;
@@ -565,6 +566,7 @@ begin
             s_chk_fault => chk_fault,
             s_chk_addr => chk_addr,
             s_chk_run => chk_run,
+            s_tbl_wr => tbl_wr,
             m_mop_valid => mop_valid,
             m_mop_ready => mop_ready,
             m_mop_bind => mop_bind,
@@ -719,6 +721,7 @@ begin
             s_mop_access => mop_access,
             s_mop_type2 => mop_type2,
             m_mop_valid => mop_done_valid,
-            m_mop_ok => mop_done_ok
+            m_mop_ok => mop_done_ok,
+            m_tbl_wr => tbl_wr
         );
 end architecture rtl;

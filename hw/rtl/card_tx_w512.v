@@ -241,6 +241,7 @@ module card_tx_w512 (
     input  wire [2:0]     s_chk_fault,       // 0 OK, else the mem.Fault
     input  wire [63:0]    s_chk_addr,        // host address of the piece
     input  wire [31:0]    s_chk_run,         // bytes contiguous from there
+    input  wire           s_tbl_wr,          // placement's m_tbl_wr: the STag table is written (a read-ahead lookup's verdict no longer holds)
     output wire           m_mop_valid,       // a Local Invalidate or bind for placement's s_mop port
     input  wire           m_mop_ready,       // placement's s_mop_ready
     output wire           m_mop_bind,        // 1: bind (BIND_MW), 0: Local Invalidate
@@ -855,6 +856,11 @@ module card_tx_w512 (
     wire [511:0]   pa_g_data;
     wire [63:0]    pa_g_keep;
     wire           chk_v_gather;             // a verdict for the gather (tag 0; the payload read ahead's are tag 1)
+    wire           chk_skip;                 // txHdr: the WQE's check is a read-ahead slot's verdict: no txChk
+    wire [63:0]    chk_skip_addr;
+    wire [16:0]    chk_skip_run;
+    wire [16:0]    chk_skip_n;
+    wire [31:0]    chk_skip_len;             // SGE 0's LENGTH, from the block taken in txDecide
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -940,8 +946,10 @@ module card_tx_w512 (
     wire           g_req_slot;               // the request is taken from a payload slot, not read
     wire           g_piece_done;             // the piece's last request goes
     wire           g_reuse;                  // the check's verdict opens the gather's first piece
+    wire           g_skip_check;             // the verdict was a slot's lookup's: the first piece opens with its results
     wire [31:0]    g_off_next;
     wire           g_looked;                 // a piece's lookup is in
+    wire           g_opened;                 // a piece's lookup is in, or a slot's stands for it
     wire [63:0]    g_addr_next;
     wire [31:0]    g_req_next;
     wire           g_req_more;               // the message has payload reads still to issue
@@ -1336,6 +1344,7 @@ module card_tx_w512 (
     wire           pf_unused;                // bits the prefetch does not use
     wire           rd_eng_req;               // the engine or the gather asks for a read
     wire           pa_grant;                 // dma_rd takes a payload slot's read
+    wire [31:0]    pa_dec_hdr;               // txDecide: the starting WQE's header bytes 0..3
     reg            pa_p1_done;               // stage 1: a block landed last cycle
     reg            pa_p1_ok;
     reg  [3:0]     pa_p1_off;
@@ -1493,6 +1502,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s0_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s0_addr;               // host address read
     reg  [14:0]    pa_s0_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s0_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s0_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s0_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s1_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s1_inflight;           // its read is in dma_rd
     reg            pa_s1_landed;             // its read landed
@@ -1501,6 +1513,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s1_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s1_addr;               // host address read
     reg  [14:0]    pa_s1_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s1_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s1_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s1_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s2_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s2_inflight;           // its read is in dma_rd
     reg            pa_s2_landed;             // its read landed
@@ -1509,6 +1524,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s2_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s2_addr;               // host address read
     reg  [14:0]    pa_s2_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s2_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s2_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s2_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s3_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s3_inflight;           // its read is in dma_rd
     reg            pa_s3_landed;             // its read landed
@@ -1517,6 +1535,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s3_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s3_addr;               // host address read
     reg  [14:0]    pa_s3_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s3_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s3_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s3_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s4_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s4_inflight;           // its read is in dma_rd
     reg            pa_s4_landed;             // its read landed
@@ -1525,6 +1546,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s4_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s4_addr;               // host address read
     reg  [14:0]    pa_s4_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s4_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s4_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s4_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s5_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s5_inflight;           // its read is in dma_rd
     reg            pa_s5_landed;             // its read landed
@@ -1533,6 +1557,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s5_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s5_addr;               // host address read
     reg  [14:0]    pa_s5_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s5_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s5_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s5_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s6_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s6_inflight;           // its read is in dma_rd
     reg            pa_s6_landed;             // its read landed
@@ -1541,6 +1568,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s6_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s6_addr;               // host address read
     reg  [14:0]    pa_s6_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s6_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s6_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s6_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_s7_alloc;              // the slot is keyed (its lookup, read or data is the key's)
     reg            pa_s7_inflight;           // its read is in dma_rd
     reg            pa_s7_landed;             // its read landed
@@ -1549,6 +1579,9 @@ module card_tx_w512 (
     reg  [15:0]    pa_s7_idx;                // key: SQ index of the WQE
     reg  [63:0]    pa_s7_addr;               // host address read
     reg  [14:0]    pa_s7_n;                  // bytes read (1..16384)
+    reg  [127:0]   pa_s7_sge;                // key: the SGE looked up (LKEY, LENGTH, ADDR)
+    reg  [16:0]    pa_s7_run;                // the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    reg            pa_s7_fresh;              // the lookup's verdict was OK and the table has not been written since it was asked
     reg            pa_src;                   // the packer's input is the slot in use
     reg  [2:0]     pa_use_slot;
     wire [2:0]     pa_use_qp;
@@ -1567,6 +1600,8 @@ module card_tx_w512 (
     wire [14:0]    pa_rd_n;                  // the slot's bytes, as the gather's first requests take them
     wire [2:0]     pa_cur_qp;
     wire [7:0]     pa_cur_1h;
+    reg            pa_look_clean;            // no table write since the lookup in flight was asked
+    wire [16:0]    pa_run_cap;               // the gather's first piece, as its lookup would give it
     wire           pa_cur_alloc;             // the slot being filled is still keyed
     wire           pa_rd_ask;
     wire           pa_rd_go;
@@ -1638,6 +1673,11 @@ module card_tx_w512 (
     wire           pa_s7_new;                // the slot is keyed for the head candidate
     wire [15:0]    pa_s7_behind;             // the engine's WQE past the key's: 1..32767
     wire           pa_s7_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    reg            pa_skip;                  // the WQE that started last cycle has its SGE's verdict from a slot's lookup
+    wire [2:0]     pa_skip_sel;
+    reg  [63:0]    pa_skip_addr;             // its slot's host address (the lookup's)
+    reg  [16:0]    pa_skip_run;              // ... and contiguous run
+    reg  [16:0]    pa_skip_n;                // ... and bytes (the first requests' as a slot holds them)
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -2232,6 +2272,7 @@ module card_tx_w512 (
     wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
+    wire           chk_skip_ok;              // txHdr: the WQE has its check's verdict
     wire           wqe_on_chip;              // the WQE's blocks are on chip by txHdr's end: one block, or two read ahead
     wire           hdr_on;                   // txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch
     wire           drain_go;                 // the message's last segment is in mpa_tx (but for its tail)
@@ -2802,6 +2843,7 @@ module card_tx_w512 (
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign chk_v_gather = s_chk_valid & (s_chk_tag == 8'h00);
+    assign chk_skip_len = push_blk[351:320];
     assign g_feed = in_state9 & ~pay_from_buf;
     assign g_st_wa = {5'h00, in_state14 ? 3'h0 : buf_wa_full[2:0]};
     assign g_st_wd = in_state14 ? {
@@ -2863,8 +2905,10 @@ module card_tx_w512 (
     assign g_req_slot = g_req_v & pa_g_hit;
     assign g_piece_done = g_req_go & (g_req_slot ? (g_req_slot_n == g_n) : g_req_whole);
     assign g_reuse = (ck_verdict & (h_nsge == 5'h01)) & ~|s_chk_fault;
+    assign g_skip_check = chk_skip;
     assign g_off_next = g_req_slot ? (g_off + {15'h0000, g_req_slot_n}) : (g_off + {15'h0000, g_req_page_n});
     assign g_looked = g_ok | g_reuse;
+    assign g_opened = g_looked | g_skip_check;
     assign g_addr_next = g_req_slot ? (g_addr + {47'h000000000000, g_req_slot_n}) : (g_addr + {47'h000000000000, g_req_page_n});
     assign g_req_next = g_req_slot ? (g_req + {15'h0000, g_req_slot_n}) : (g_req + {15'h0000, g_req_page_n});
     assign g_req_more = ((in_state12 | g_feed) & ~g_rd_fault) & (|g_ph | g_more);
@@ -3122,6 +3166,7 @@ module card_tx_w512 (
     assign pf_use_data = pf_pop_blocks;
     assign rd_eng_req = rd_wqe_valid | (g_req_v & ~g_req_slot);
     assign pf_grant = (pf_req_v & ~rd_eng_req) & rd_req_ready;
+    assign pa_dec_hdr = push_blk[31:0];
     assign pa_parse_wr = pa_p1_done & pa_p1_last;
     assign pa_parse_rd_go = pf_land_blk_done & (pf_land_blk == 4'h0);
     assign pa_parse_rec = pa_parse_byp ? pa_parse_byp_v : pa_parse_rd;
@@ -3186,6 +3231,7 @@ module card_tx_w512 (
     assign pa_rd_n = (s_chk_run < {17'h00000, pa_slot_left}) ? s_chk_run[14:0] : pa_slot_left;
     assign pa_cur_qp = pa_slot;
     assign pa_cur_1h = {{7{1'b0}}, 1'b1} << pa_cur_qp;
+    assign pa_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign pa_cur_alloc = |{
         pa_cur_1h[0] & pa_s0_alloc,
         pa_cur_1h[1] & pa_s1_alloc,
@@ -3355,6 +3401,7 @@ module card_tx_w512 (
     assign pa_s7_new = pa_look_go & (pa_free_sel == 3'h7);
     assign pa_s7_behind = cur_sq_next - pa_s7_idx;
     assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
+    assign pa_skip_sel = ((((pa_s0_alloc & pa_s0_fresh) & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_sge == push_blk[383:256])) ? 3'h0 : (((((pa_s1_alloc & pa_s1_fresh) & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_sge == push_blk[383:256])) ? 3'h1 : (((((pa_s2_alloc & pa_s2_fresh) & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_sge == push_blk[383:256])) ? 3'h2 : (((((pa_s3_alloc & pa_s3_fresh) & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_sge == push_blk[383:256])) ? 3'h3 : (((((pa_s4_alloc & pa_s4_fresh) & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_sge == push_blk[383:256])) ? 3'h4 : (((((pa_s5_alloc & pa_s5_fresh) & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_sge == push_blk[383:256])) ? 3'h5 : (((((pa_s6_alloc & pa_s6_fresh) & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_sge == push_blk[383:256])) ? 3'h6 : 3'h7))))));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -3643,8 +3690,13 @@ module card_tx_w512 (
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign eng_requeue = ((((in_state11 & more_work) | wqe_cq_hold) | wqe_pf_wait) | (txs_ci_bad & ~txs_ci_bad_go)) & ~queued[qeng_qp];
+    assign chk_skip_ok = (pa_skip & ~ret_or_flush) & ~ab_v;
+    assign chk_skip_addr = pa_skip_addr;
+    assign chk_skip_run = pa_skip_run;
+    assign chk_skip_n = pa_skip_n;
     assign wqe_on_chip = one_bb | wb_rest_ahead;
     assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
+    assign chk_skip = ((in_state5 & chk_skip_ok) & hdr_on) & wqe_on_chip;
     assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
     assign drain_skip_ok = ~gf_fault & (msg_done | msg_last_hdr_gather);
     assign drain_skip = feed_end & drain_skip_ok;
@@ -3708,6 +3760,9 @@ module card_tx_w512 (
         pa_p1_hdr[23:20],
         pa_p1_hdr[15:12],
         pa_p1_hdr[10:8],
+        pa_dec_hdr[31:29],
+        pa_dec_hdr[23:12],
+        pa_dec_hdr[10:8],
         pa_use_n[14],
         pa_parse_rel[4],
         ddp_m_tkeep,
@@ -4927,8 +4982,8 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (fetch_go | ck_go) begin
-            g_total <= fetch_go ? 32'h00000000 : (g_total + g_sge_len);
+        if ((fetch_go | ck_go) | chk_skip) begin
+            g_total <= fetch_go ? 32'h00000000 : (chk_skip ? chk_skip_len : (g_total + g_sge_len));
         end
     end
 
@@ -4976,7 +5031,7 @@ module card_tx_w512 (
         if (rst) begin
             g_ph <= 2'h0;
         end else begin
-            g_ph <= fetch_go ? 2'h0 : (g_reuse ? 2'h3 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph))))));
+            g_ph <= fetch_go ? 2'h0 : ((g_reuse | g_skip_check) ? 2'h3 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph))))));
         end
     end
 
@@ -4995,20 +5050,20 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (g_looked | g_req_go) begin
-            g_addr <= g_looked ? s_chk_addr : g_addr_next;
+        if (g_opened | g_req_go) begin
+            g_addr <= g_opened ? (g_skip_check ? chk_skip_addr : s_chk_addr) : g_addr_next;
         end
     end
 
     always @(posedge clk) begin
-        if (g_looked | g_req_go) begin
-            g_n <= g_looked ? g_run_cap : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
+        if (g_opened | g_req_go) begin
+            g_n <= g_opened ? (g_skip_check ? chk_skip_run : g_run_cap) : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
         end
     end
 
     always @(posedge clk) begin
-        if (g_looked) begin
-            g_req_slot_n <= (g_slot_left < g_run_cap) ? g_slot_left : g_run_cap;
+        if (g_opened) begin
+            g_req_slot_n <= g_skip_check ? chk_skip_n : ((g_slot_left < g_run_cap) ? g_slot_left : g_run_cap);
         end
     end
 
@@ -6924,6 +6979,14 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            pa_look_clean <= 1'h0;
+        end else begin
+            pa_look_clean <= ~s_tbl_wr & (pa_look_go | pa_look_clean);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             pa_state <= 2'h0;
         end else begin
             pa_state <= pa_look_go ? 2'h1 : (pa_verdict ? ((pa_verdict_ok & pa_cur_alloc) ? 2'h2 : 2'h0) : (((pa_state == 2'h2) & (pa_rd_go | ~pa_cur_alloc)) ? 2'h0 : pa_state));
@@ -7077,6 +7140,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (pa_s0_new) begin
+            pa_s0_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[0]) begin
+            pa_s0_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s0_fresh <= 1'h0;
+        end else begin
+            pa_s0_fresh <= (~s_tbl_wr & ~pa_s0_new) & (((pa_verdict_ok & pa_cur_1h[0]) & pa_look_clean) | pa_s0_fresh);
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             pa_s1_alloc <= 1'h0;
         end else begin
@@ -7129,6 +7212,26 @@ module card_tx_w512 (
             pa_s1_bad <= 1'h0;
         end else begin
             pa_s1_bad <= ~pa_s1_new & (((pa_land_last & pa_land_1h[1]) & pa_land_bad) | pa_s1_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s1_new) begin
+            pa_s1_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[1]) begin
+            pa_s1_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s1_fresh <= 1'h0;
+        end else begin
+            pa_s1_fresh <= (~s_tbl_wr & ~pa_s1_new) & (((pa_verdict_ok & pa_cur_1h[1]) & pa_look_clean) | pa_s1_fresh);
         end
     end
 
@@ -7189,6 +7292,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (pa_s2_new) begin
+            pa_s2_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[2]) begin
+            pa_s2_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s2_fresh <= 1'h0;
+        end else begin
+            pa_s2_fresh <= (~s_tbl_wr & ~pa_s2_new) & (((pa_verdict_ok & pa_cur_1h[2]) & pa_look_clean) | pa_s2_fresh);
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             pa_s3_alloc <= 1'h0;
         end else begin
@@ -7241,6 +7364,26 @@ module card_tx_w512 (
             pa_s3_bad <= 1'h0;
         end else begin
             pa_s3_bad <= ~pa_s3_new & (((pa_land_last & pa_land_1h[3]) & pa_land_bad) | pa_s3_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s3_new) begin
+            pa_s3_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[3]) begin
+            pa_s3_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s3_fresh <= 1'h0;
+        end else begin
+            pa_s3_fresh <= (~s_tbl_wr & ~pa_s3_new) & (((pa_verdict_ok & pa_cur_1h[3]) & pa_look_clean) | pa_s3_fresh);
         end
     end
 
@@ -7301,6 +7444,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (pa_s4_new) begin
+            pa_s4_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[4]) begin
+            pa_s4_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s4_fresh <= 1'h0;
+        end else begin
+            pa_s4_fresh <= (~s_tbl_wr & ~pa_s4_new) & (((pa_verdict_ok & pa_cur_1h[4]) & pa_look_clean) | pa_s4_fresh);
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             pa_s5_alloc <= 1'h0;
         end else begin
@@ -7353,6 +7516,26 @@ module card_tx_w512 (
             pa_s5_bad <= 1'h0;
         end else begin
             pa_s5_bad <= ~pa_s5_new & (((pa_land_last & pa_land_1h[5]) & pa_land_bad) | pa_s5_bad);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s5_new) begin
+            pa_s5_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[5]) begin
+            pa_s5_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s5_fresh <= 1'h0;
+        end else begin
+            pa_s5_fresh <= (~s_tbl_wr & ~pa_s5_new) & (((pa_verdict_ok & pa_cur_1h[5]) & pa_look_clean) | pa_s5_fresh);
         end
     end
 
@@ -7413,6 +7596,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (pa_s6_new) begin
+            pa_s6_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[6]) begin
+            pa_s6_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s6_fresh <= 1'h0;
+        end else begin
+            pa_s6_fresh <= (~s_tbl_wr & ~pa_s6_new) & (((pa_verdict_ok & pa_cur_1h[6]) & pa_look_clean) | pa_s6_fresh);
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             pa_s7_alloc <= 1'h0;
         end else begin
@@ -7466,6 +7669,59 @@ module card_tx_w512 (
         end else begin
             pa_s7_bad <= ~pa_s7_new & (((pa_land_last & pa_land_1h[7]) & pa_land_bad) | pa_s7_bad);
         end
+    end
+
+    always @(posedge clk) begin
+        if (pa_s7_new) begin
+            pa_s7_sge <= {pa_cq0_lkey, pa_cq0_len, pa_cq0_addr};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pa_verdict_ok & pa_cur_1h[7]) begin
+            pa_s7_run <= pa_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_s7_fresh <= 1'h0;
+        end else begin
+            pa_s7_fresh <= (~s_tbl_wr & ~pa_s7_new) & (((pa_verdict_ok & pa_cur_1h[7]) & pa_look_clean) | pa_s7_fresh);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pa_skip <= 1'h0;
+        end else begin
+            pa_skip <= ((wb_early & (((((pa_dec_hdr[7:0] == 8'h00) | (pa_dec_hdr[7:0] == 8'h01)) | (pa_dec_hdr[7:0] == 8'h02)) & ~pa_dec_hdr[11]) & (pa_dec_hdr[28:24] == 5'h01))) & |{
+                (((pa_s0_alloc & pa_s0_fresh) & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_sge == push_blk[383:256]),
+                (((pa_s1_alloc & pa_s1_fresh) & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_sge == push_blk[383:256]),
+                (((pa_s2_alloc & pa_s2_fresh) & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_sge == push_blk[383:256]),
+                (((pa_s3_alloc & pa_s3_fresh) & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_sge == push_blk[383:256]),
+                (((pa_s4_alloc & pa_s4_fresh) & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_sge == push_blk[383:256]),
+                (((pa_s5_alloc & pa_s5_fresh) & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_sge == push_blk[383:256]),
+                (((pa_s6_alloc & pa_s6_fresh) & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_sge == push_blk[383:256]),
+                (((pa_s7_alloc & pa_s7_fresh) & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_sge == push_blk[383:256])
+            }) & ~s_tbl_wr;
+        end
+    end
+
+    always @(posedge clk) begin
+        pa_skip_addr <= pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_addr : pa_s6_addr) : (pa_skip_sel[0] ? pa_s5_addr : pa_s4_addr)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_addr : pa_s2_addr) : (pa_skip_sel[0] ? pa_s1_addr : pa_s0_addr));
+    end
+
+    always @(posedge clk) begin
+        pa_skip_run <= pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_run : pa_s6_run) : (pa_skip_sel[0] ? pa_s5_run : pa_s4_run)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_run : pa_s2_run) : (pa_skip_sel[0] ? pa_s1_run : pa_s0_run));
+    end
+
+    always @(posedge clk) begin
+        pa_skip_n <= {
+            2'h0,
+            pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_n : pa_s6_n) : (pa_skip_sel[0] ? pa_s5_n : pa_s4_n)) :
+                (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_n : pa_s2_n) : (pa_skip_sel[0] ? pa_s1_n : pa_s0_n))
+        };
     end
 
     always @(posedge clk) begin
@@ -9318,7 +9574,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? (turn_quick ? 5'h03 : 5'h01) : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? (wb_early ? 5'h05 : 5'h04) : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (hdr_on ? (wqe_on_chip ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06) : (wf_now ? 5'h11 : (wait_read ? 5'h00 : 5'h0b))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? (drain_skip ? 5'h0b : 5'h0a) : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault_now | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state11 ? (sched_pop ? (turn_quick ? 5'h03 : 5'h01) : 5'h00) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? (cur_term_silent ? 5'h11 : 5'h0b) : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? (wb_early ? 5'h05 : 5'h04) : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (hdr_on ? (wqe_on_chip ? ((op_mop & ~ret_or_flush) ? 5'h10 : ((pay_from_buf | chk_skip_ok) ? 5'h09 : 5'h0c)) : 5'h06) : (wf_now ? 5'h11 : (wait_read ? 5'h00 : 5'h0b))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? (drain_skip ? 5'h0b : 5'h0a) : 5'h09) : (in_state10 ? (drain_go ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault_now | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00)))))))))))))))));
         end
     end
 

@@ -243,6 +243,7 @@ entity card_tx_w512 is
         s_chk_fault : in  std_logic_vector(2 downto 0); -- 0 OK, else the mem.Fault
         s_chk_addr : in  std_logic_vector(63 downto 0); -- host address of the piece
         s_chk_run : in  std_logic_vector(31 downto 0); -- bytes contiguous from there
+        s_tbl_wr : in  std_logic;            -- placement's m_tbl_wr: the STag table is written (a read-ahead lookup's verdict no longer holds)
         m_mop_valid : out std_logic;         -- a Local Invalidate or bind for placement's s_mop port
         m_mop_ready : in  std_logic;         -- placement's s_mop_ready
         m_mop_bind : out std_logic;          -- 1: bind (BIND_MW), 0: Local Invalidate
@@ -886,6 +887,11 @@ architecture rtl of card_tx_w512 is
     signal pa_g_data : std_logic_vector(511 downto 0);
     signal pa_g_keep : std_logic_vector(63 downto 0);
     signal chk_v_gather : std_logic;         -- a verdict for the gather (tag 0; the payload read ahead's are tag 1)
+    signal chk_skip : std_logic;             -- txHdr: the WQE's check is a read-ahead slot's verdict: no txChk
+    signal chk_skip_addr : std_logic_vector(63 downto 0);
+    signal chk_skip_run : std_logic_vector(16 downto 0);
+    signal chk_skip_n : std_logic_vector(16 downto 0);
+    signal chk_skip_len : std_logic_vector(31 downto 0); -- SGE 0's LENGTH, from the block taken in txDecide
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -971,8 +977,10 @@ architecture rtl of card_tx_w512 is
     signal g_req_slot : std_logic;           -- the request is taken from a payload slot, not read
     signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_reuse : std_logic;              -- the check's verdict opens the gather's first piece
+    signal g_skip_check : std_logic;         -- the verdict was a slot's lookup's: the first piece opens with its results
     signal g_off_next : std_logic_vector(31 downto 0);
     signal g_looked : std_logic;             -- a piece's lookup is in
+    signal g_opened : std_logic;             -- a piece's lookup is in, or a slot's stands for it
     signal g_addr_next : std_logic_vector(63 downto 0);
     signal g_req_next : std_logic_vector(31 downto 0);
     signal g_req_more : std_logic;           -- the message has payload reads still to issue
@@ -1367,6 +1375,7 @@ architecture rtl of card_tx_w512 is
     signal pf_unused : std_logic;            -- bits the prefetch does not use
     signal rd_eng_req : std_logic;           -- the engine or the gather asks for a read
     signal pa_grant : std_logic;             -- dma_rd takes a payload slot's read
+    signal pa_dec_hdr : std_logic_vector(31 downto 0); -- txDecide: the starting WQE's header bytes 0..3
     signal pa_p1_done : std_logic := '0';    -- stage 1: a block landed last cycle
     signal pa_p1_ok : std_logic;
     signal pa_p1_off : std_logic_vector(3 downto 0);
@@ -1524,6 +1533,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s0_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s0_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s0_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s0_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s0_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s0_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s1_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s1_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s1_landed : std_logic := '0';  -- its read landed
@@ -1532,6 +1544,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s1_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s1_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s1_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s1_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s1_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s1_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s2_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s2_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s2_landed : std_logic := '0';  -- its read landed
@@ -1540,6 +1555,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s2_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s2_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s2_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s2_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s2_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s2_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s3_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s3_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s3_landed : std_logic := '0';  -- its read landed
@@ -1548,6 +1566,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s3_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s3_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s3_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s3_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s3_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s3_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s4_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s4_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s4_landed : std_logic := '0';  -- its read landed
@@ -1556,6 +1577,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s4_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s4_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s4_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s4_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s4_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s4_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s5_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s5_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s5_landed : std_logic := '0';  -- its read landed
@@ -1564,6 +1588,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s5_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s5_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s5_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s5_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s5_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s5_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s6_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s6_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s6_landed : std_logic := '0';  -- its read landed
@@ -1572,6 +1599,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s6_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s6_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s6_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s6_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s6_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s6_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_s7_alloc : std_logic := '0';   -- the slot is keyed (its lookup, read or data is the key's)
     signal pa_s7_inflight : std_logic := '0'; -- its read is in dma_rd
     signal pa_s7_landed : std_logic := '0';  -- its read landed
@@ -1580,6 +1610,9 @@ architecture rtl of card_tx_w512 is
     signal pa_s7_idx : std_logic_vector(15 downto 0); -- key: SQ index of the WQE
     signal pa_s7_addr : std_logic_vector(63 downto 0); -- host address read
     signal pa_s7_n : std_logic_vector(14 downto 0); -- bytes read (1..16384)
+    signal pa_s7_sge : std_logic_vector(127 downto 0); -- key: the SGE looked up (LKEY, LENGTH, ADDR)
+    signal pa_s7_run : std_logic_vector(16 downto 0); -- the lookup's contiguous run, at most 65536 bytes (the gather's first piece)
+    signal pa_s7_fresh : std_logic := '0';   -- the lookup's verdict was OK and the table has not been written since it was asked
     signal pa_src : std_logic := '0';        -- the packer's input is the slot in use
     signal pa_use_slot : std_logic_vector(2 downto 0);
     signal pa_use_qp : std_logic_vector(2 downto 0);
@@ -1598,6 +1631,8 @@ architecture rtl of card_tx_w512 is
     signal pa_rd_n : std_logic_vector(14 downto 0); -- the slot's bytes, as the gather's first requests take them
     signal pa_cur_qp : std_logic_vector(2 downto 0);
     signal pa_cur_1h : std_logic_vector(7 downto 0);
+    signal pa_look_clean : std_logic := '0'; -- no table write since the lookup in flight was asked
+    signal pa_run_cap : std_logic_vector(16 downto 0); -- the gather's first piece, as its lookup would give it
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
     signal pa_rd_ask : std_logic;
     signal pa_rd_go : std_logic;
@@ -1669,6 +1704,11 @@ architecture rtl of card_tx_w512 is
     signal pa_s7_new : std_logic;            -- the slot is keyed for the head candidate
     signal pa_s7_behind : std_logic_vector(15 downto 0); -- the engine's WQE past the key's: 1..32767
     signal pa_s7_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
+    signal pa_skip : std_logic := '0';       -- the WQE that started last cycle has its SGE's verdict from a slot's lookup
+    signal pa_skip_sel : std_logic_vector(2 downto 0);
+    signal pa_skip_addr : std_logic_vector(63 downto 0); -- its slot's host address (the lookup's)
+    signal pa_skip_run : std_logic_vector(16 downto 0); -- ... and contiguous run
+    signal pa_skip_n : std_logic_vector(16 downto 0); -- ... and bytes (the first requests' as a slot holds them)
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -2263,6 +2303,7 @@ architecture rtl of card_tx_w512 is
     signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
+    signal chk_skip_ok : std_logic;          -- txHdr: the WQE has its check's verdict
     signal wqe_on_chip : std_logic;          -- the WQE's blocks are on chip by txHdr's end: one block, or two read ahead
     signal hdr_on : std_logic;               -- txHdr hands the WQE on (hdr_next): no fault, wait, malformed header or completion-only fetch
     signal drain_go : std_logic;             -- the message's last segment is in mpa_tx (but for its tail)
@@ -2880,6 +2921,7 @@ begin
         rrp_data_rd(223 downto 160)
     );
     chk_v_gather <= s_chk_valid and b2l(s_chk_tag = x"00");
+    chk_skip_len <= push_blk(351 downto 320);
     g_feed <= in_state9 and (not pay_from_buf);
     g_st_wa <= std_logic_vector'("00000" & mux(in_state14, "000", buf_wa_full(2 downto 0)));
     g_st_wd <= mux(in_state14, std_logic_vector'(
@@ -2941,8 +2983,10 @@ begin
     g_req_slot <= g_req_v and pa_g_hit;
     g_piece_done <= g_req_go and mux(g_req_slot, b2l(g_req_slot_n = g_n), g_req_whole);
     g_reuse <= (ck_verdict and b2l(h_nsge = "00001")) and (not (or s_chk_fault));
+    g_skip_check <= chk_skip;
     g_off_next <= mux(g_req_slot, std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_page_n))));
     g_looked <= g_ok or g_reuse;
+    g_opened <= g_looked or g_skip_check;
     g_addr_next <= mux(g_req_slot, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_page_n))));
     g_req_next <= mux(g_req_slot, std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_page_n))));
     g_req_more <= ((in_state12 or g_feed) and (not g_rd_fault)) and ((or g_ph) or g_more);
@@ -3200,6 +3244,7 @@ begin
     pf_use_data <= pf_pop_blocks;
     rd_eng_req <= rd_wqe_valid or (g_req_v and (not g_req_slot));
     pf_grant <= (pf_req_v and (not rd_eng_req)) and rd_req_ready;
+    pa_dec_hdr <= push_blk(31 downto 0);
     pa_parse_wr <= pa_p1_done and pa_p1_last;
     pa_parse_rd_go <= pf_land_blk_done and b2l(pf_land_blk = x"0");
     pa_parse_rec <= mux(pa_parse_byp, pa_parse_byp_v, pa_parse_rd);
@@ -3264,6 +3309,7 @@ begin
     pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("00000000000000000" & pa_slot_left))), s_chk_run(14 downto 0), pa_slot_left);
     pa_cur_qp <= pa_slot;
     pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
+    pa_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     pa_cur_alloc <= or std_logic_vector'(
         (pa_cur_1h(0) and pa_s0_alloc) &
         (pa_cur_1h(1) and pa_s1_alloc) &
@@ -3444,6 +3490,7 @@ begin
     pa_s7_new <= pa_look_go and b2l(pa_free_sel = "111");
     pa_s7_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s7_idx));
     pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
+    pa_skip_sel <= mux((((pa_s0_alloc and pa_s0_fresh) and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and b2l(pa_s0_sge = push_blk(383 downto 256)), "000", mux((((pa_s1_alloc and pa_s1_fresh) and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and b2l(pa_s1_sge = push_blk(383 downto 256)), "001", mux((((pa_s2_alloc and pa_s2_fresh) and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and b2l(pa_s2_sge = push_blk(383 downto 256)), "010", mux((((pa_s3_alloc and pa_s3_fresh) and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and b2l(pa_s3_sge = push_blk(383 downto 256)), "011", mux((((pa_s4_alloc and pa_s4_fresh) and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and b2l(pa_s4_sge = push_blk(383 downto 256)), "100", mux((((pa_s5_alloc and pa_s5_fresh) and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and b2l(pa_s5_sge = push_blk(383 downto 256)), "101", mux((((pa_s6_alloc and pa_s6_fresh) and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and b2l(pa_s6_sge = push_blk(383 downto 256)), "110", "111")))))));
     pa_g_hit <= pa_hit;
     pa_g_wait <= pa_wait;
     pa_g_src <= pa_src;
@@ -3733,8 +3780,13 @@ begin
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     eng_requeue <= ((((in_state11 and more_work) or wqe_cq_hold) or wqe_pf_wait) or (txs_ci_bad and (not txs_ci_bad_go))) and (not queued(to_integer(unsigned(qeng_qp))));
+    chk_skip_ok <= (pa_skip and (not ret_or_flush)) and (not ab_v);
+    chk_skip_addr <= pa_skip_addr;
+    chk_skip_run <= pa_skip_run;
+    chk_skip_n <= pa_skip_n;
     wqe_on_chip <= one_bb or wb_rest_ahead;
     hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
+    chk_skip <= ((in_state5 and chk_skip_ok) and hdr_on) and wqe_on_chip;
     ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
     drain_skip_ok <= (not gf_fault) and (msg_done or msg_last_hdr_gather);
     drain_skip <= feed_end and drain_skip_ok;
@@ -3798,6 +3850,9 @@ begin
         pa_p1_hdr(23 downto 20) &
         pa_p1_hdr(15 downto 12) &
         pa_p1_hdr(10 downto 8) &
+        pa_dec_hdr(31 downto 29) &
+        pa_dec_hdr(23 downto 12) &
+        pa_dec_hdr(10 downto 8) &
         pa_use_n(14) &
         pa_parse_rel(4) &
         ddp_m_tkeep &
@@ -5559,8 +5614,8 @@ begin
     g_total_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (fetch_go or ck_go) = '1' then
-                g_total <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_total) + unsigned(g_sge_len)));
+            if ((fetch_go or ck_go) or chk_skip) = '1' then
+                g_total <= mux(fetch_go, x"00000000", mux(chk_skip, chk_skip_len, std_logic_vector(unsigned(g_total) + unsigned(g_sge_len))));
             end if;
         end if;
     end process;
@@ -5638,7 +5693,7 @@ begin
             if rst = '1' then
                 g_ph <= "00";
             else
-                g_ph <= mux(fetch_go, "00", mux(g_reuse, "11", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
+                g_ph <= mux(fetch_go, "00", mux(g_reuse or g_skip_check, "11", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
             end if;
         end if;
     end process;
@@ -5666,8 +5721,8 @@ begin
     g_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_looked or g_req_go) = '1' then
-                g_addr <= mux(g_looked, s_chk_addr, g_addr_next);
+            if (g_opened or g_req_go) = '1' then
+                g_addr <= mux(g_opened, mux(g_skip_check, chk_skip_addr, s_chk_addr), g_addr_next);
             end if;
         end if;
     end process;
@@ -5675,8 +5730,8 @@ begin
     g_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (g_looked or g_req_go) = '1' then
-                g_n <= mux(g_looked, g_run_cap, mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
+            if (g_opened or g_req_go) = '1' then
+                g_n <= mux(g_opened, mux(g_skip_check, chk_skip_run, g_run_cap), mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
             end if;
         end if;
     end process;
@@ -5684,8 +5739,8 @@ begin
     g_req_slot_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if g_looked = '1' then
-                g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_run_cap)), g_slot_left, g_run_cap);
+            if g_opened = '1' then
+                g_req_slot_n <= mux(g_skip_check, chk_skip_n, mux(b2l(unsigned(g_slot_left) < unsigned(g_run_cap)), g_slot_left, g_run_cap));
             end if;
         end if;
     end process;
@@ -8626,6 +8681,17 @@ begin
         end if;
     end process;
 
+    pa_look_clean_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_look_clean <= '0';
+            else
+                pa_look_clean <= (not s_tbl_wr) and (pa_look_go or pa_look_clean);
+            end if;
+        end if;
+    end process;
+
     pa_state_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -8855,6 +8921,35 @@ begin
         end if;
     end process;
 
+    pa_s0_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s0_new = '1' then
+                pa_s0_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s0_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
+                pa_s0_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s0_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s0_fresh <= '0';
+            else
+                pa_s0_fresh <= ((not s_tbl_wr) and (not pa_s0_new)) and (((pa_verdict_ok and pa_cur_1h(0)) and pa_look_clean) or pa_s0_fresh);
+            end if;
+        end if;
+    end process;
+
     pa_s1_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -8931,6 +9026,35 @@ begin
                 pa_s1_bad <= '0';
             else
                 pa_s1_bad <= (not pa_s1_new) and (((pa_land_last and pa_land_1h(1)) and pa_land_bad) or pa_s1_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s1_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s1_new = '1' then
+                pa_s1_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s1_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
+                pa_s1_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s1_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s1_fresh <= '0';
+            else
+                pa_s1_fresh <= ((not s_tbl_wr) and (not pa_s1_new)) and (((pa_verdict_ok and pa_cur_1h(1)) and pa_look_clean) or pa_s1_fresh);
             end if;
         end if;
     end process;
@@ -9015,6 +9139,35 @@ begin
         end if;
     end process;
 
+    pa_s2_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s2_new = '1' then
+                pa_s2_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s2_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
+                pa_s2_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s2_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s2_fresh <= '0';
+            else
+                pa_s2_fresh <= ((not s_tbl_wr) and (not pa_s2_new)) and (((pa_verdict_ok and pa_cur_1h(2)) and pa_look_clean) or pa_s2_fresh);
+            end if;
+        end if;
+    end process;
+
     pa_s3_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9091,6 +9244,35 @@ begin
                 pa_s3_bad <= '0';
             else
                 pa_s3_bad <= (not pa_s3_new) and (((pa_land_last and pa_land_1h(3)) and pa_land_bad) or pa_s3_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s3_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s3_new = '1' then
+                pa_s3_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s3_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
+                pa_s3_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s3_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s3_fresh <= '0';
+            else
+                pa_s3_fresh <= ((not s_tbl_wr) and (not pa_s3_new)) and (((pa_verdict_ok and pa_cur_1h(3)) and pa_look_clean) or pa_s3_fresh);
             end if;
         end if;
     end process;
@@ -9175,6 +9357,35 @@ begin
         end if;
     end process;
 
+    pa_s4_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s4_new = '1' then
+                pa_s4_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s4_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
+                pa_s4_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s4_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s4_fresh <= '0';
+            else
+                pa_s4_fresh <= ((not s_tbl_wr) and (not pa_s4_new)) and (((pa_verdict_ok and pa_cur_1h(4)) and pa_look_clean) or pa_s4_fresh);
+            end if;
+        end if;
+    end process;
+
     pa_s5_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9251,6 +9462,35 @@ begin
                 pa_s5_bad <= '0';
             else
                 pa_s5_bad <= (not pa_s5_new) and (((pa_land_last and pa_land_1h(5)) and pa_land_bad) or pa_s5_bad);
+            end if;
+        end if;
+    end process;
+
+    pa_s5_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s5_new = '1' then
+                pa_s5_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s5_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
+                pa_s5_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s5_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s5_fresh <= '0';
+            else
+                pa_s5_fresh <= ((not s_tbl_wr) and (not pa_s5_new)) and (((pa_verdict_ok and pa_cur_1h(5)) and pa_look_clean) or pa_s5_fresh);
             end if;
         end if;
     end process;
@@ -9335,6 +9575,35 @@ begin
         end if;
     end process;
 
+    pa_s6_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s6_new = '1' then
+                pa_s6_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s6_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
+                pa_s6_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s6_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s6_fresh <= '0';
+            else
+                pa_s6_fresh <= ((not s_tbl_wr) and (not pa_s6_new)) and (((pa_verdict_ok and pa_cur_1h(6)) and pa_look_clean) or pa_s6_fresh);
+            end if;
+        end if;
+    end process;
+
     pa_s7_alloc_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9412,6 +9681,80 @@ begin
             else
                 pa_s7_bad <= (not pa_s7_new) and (((pa_land_last and pa_land_1h(7)) and pa_land_bad) or pa_s7_bad);
             end if;
+        end if;
+    end process;
+
+    pa_s7_sge_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pa_s7_new = '1' then
+                pa_s7_sge <= std_logic_vector'(pa_cq0_lkey & pa_cq0_len & pa_cq0_addr);
+            end if;
+        end if;
+    end process;
+
+    pa_s7_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
+                pa_s7_run <= pa_run_cap;
+            end if;
+        end if;
+    end process;
+
+    pa_s7_fresh_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_s7_fresh <= '0';
+            else
+                pa_s7_fresh <= ((not s_tbl_wr) and (not pa_s7_new)) and (((pa_verdict_ok and pa_cur_1h(7)) and pa_look_clean) or pa_s7_fresh);
+            end if;
+        end if;
+    end process;
+
+    pa_skip_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pa_skip <= '0';
+            else
+                pa_skip <= ((wb_early and ((((b2l(pa_dec_hdr(7 downto 0) = x"00") or b2l(pa_dec_hdr(7 downto 0) = x"01")) or b2l(pa_dec_hdr(7 downto 0) = x"02")) and (not pa_dec_hdr(11))) and b2l(pa_dec_hdr(28 downto 24) = "00001"))) and (or std_logic_vector'(
+                    ((((pa_s0_alloc and pa_s0_fresh) and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and b2l(pa_s0_sge = push_blk(383 downto 256))) &
+                    ((((pa_s1_alloc and pa_s1_fresh) and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and b2l(pa_s1_sge = push_blk(383 downto 256))) &
+                    ((((pa_s2_alloc and pa_s2_fresh) and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and b2l(pa_s2_sge = push_blk(383 downto 256))) &
+                    ((((pa_s3_alloc and pa_s3_fresh) and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and b2l(pa_s3_sge = push_blk(383 downto 256))) &
+                    ((((pa_s4_alloc and pa_s4_fresh) and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and b2l(pa_s4_sge = push_blk(383 downto 256))) &
+                    ((((pa_s5_alloc and pa_s5_fresh) and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and b2l(pa_s5_sge = push_blk(383 downto 256))) &
+                    ((((pa_s6_alloc and pa_s6_fresh) and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and b2l(pa_s6_sge = push_blk(383 downto 256))) &
+                    ((((pa_s7_alloc and pa_s7_fresh) and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and b2l(pa_s7_sge = push_blk(383 downto 256)))
+                ))) and (not s_tbl_wr);
+            end if;
+        end if;
+    end process;
+
+    pa_skip_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_addr <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_addr, pa_s6_addr), mux(pa_skip_sel(0), pa_s5_addr, pa_s4_addr)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_addr, pa_s2_addr), mux(pa_skip_sel(0), pa_s1_addr, pa_s0_addr)));
+        end if;
+    end process;
+
+    pa_skip_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_run <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_run, pa_s6_run), mux(pa_skip_sel(0), pa_s5_run, pa_s4_run)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_run, pa_s2_run), mux(pa_skip_sel(0), pa_s1_run, pa_s0_run)));
+        end if;
+    end process;
+
+    pa_skip_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_n <= std_logic_vector'(
+                "00" &
+                mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_n, pa_s6_n), mux(pa_skip_sel(0), pa_s5_n, pa_s4_n)),
+                    mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_n, pa_s2_n), mux(pa_skip_sel(0), pa_s1_n, pa_s0_n)))
+            );
         end if;
     end process;
 
@@ -12497,7 +12840,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, mux(turn_quick, "00011", "00001"), "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(hdr_on, mux(wqe_on_chip, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"), mux(wf_now, "10001", mux(wait_read, "00000", "01011"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, mux(drain_skip, "01011", "01010"), "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault_now or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state11, mux(sched_pop, mux(turn_quick, "00011", "00001"), "00000"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, mux(cur_term_silent, "10001", "01011"), "01001"), mux(rsp_go, "01101", mux(fetch_go, mux(wb_early, "00101", "00100"), mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(hdr_on, mux(wqe_on_chip, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf or chk_skip_ok, "01001", "01100")), "00110"), mux(wf_now, "10001", mux(wait_read, "00000", "01011"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, mux(drain_skip, "01011", "01010"), "01001"), mux(in_state10, mux(drain_go, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault_now or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000"))))))))))))))))));
             end if;
         end if;
     end process;

@@ -241,6 +241,7 @@ module card_tx_w64 (
     input  wire [2:0]     s_chk_fault,       // 0 OK, else the mem.Fault
     input  wire [63:0]    s_chk_addr,        // host address of the piece
     input  wire [31:0]    s_chk_run,         // bytes contiguous from there
+    input  wire           s_tbl_wr,          // placement's m_tbl_wr: the STag table is written (a read-ahead lookup's verdict no longer holds)
     output wire           m_mop_valid,       // a Local Invalidate or bind for placement's s_mop port
     input  wire           m_mop_ready,       // placement's s_mop_ready
     output wire           m_mop_bind,        // 1: bind (BIND_MW), 0: Local Invalidate
@@ -3553,6 +3554,7 @@ module card_tx_w64 (
         s_chk_run[31],
         s_chk_run[30:17],
         pk_sum_lo[3],
+        s_tbl_wr,
         pa_p1_hdr[31:29],
         pa_p1_hdr[23:20],
         pa_p1_hdr[15:12],

@@ -243,6 +243,7 @@ entity card_tx_w64 is
         s_chk_fault : in  std_logic_vector(2 downto 0); -- 0 OK, else the mem.Fault
         s_chk_addr : in  std_logic_vector(63 downto 0); -- host address of the piece
         s_chk_run : in  std_logic_vector(31 downto 0); -- bytes contiguous from there
+        s_tbl_wr : in  std_logic;            -- placement's m_tbl_wr: the STag table is written (a read-ahead lookup's verdict no longer holds)
         m_mop_valid : out std_logic;         -- a Local Invalidate or bind for placement's s_mop port
         m_mop_ready : in  std_logic;         -- placement's s_mop_ready
         m_mop_bind : out std_logic;          -- 1: bind (BIND_MW), 0: Local Invalidate
@@ -3643,6 +3644,7 @@ begin
         s_chk_run(31) &
         s_chk_run(30 downto 17) &
         pk_sum_lo(3) &
+        s_tbl_wr &
         pa_p1_hdr(31 downto 29) &
         pa_p1_hdr(23 downto 20) &
         pa_p1_hdr(15 downto 12) &

@@ -454,6 +454,7 @@ architecture rtl of iwcard_w512 is
     signal pl_s_mop_ready : std_logic;
     signal pl_m_mop_valid : std_logic;
     signal pl_m_mop_ok : std_logic;
+    signal pl_m_tbl_wr : std_logic;
     signal cq_s_cpl0_ready : std_logic;
     signal cq_s_ev0_ready : std_logic;
     signal cq_s_cpl1_ready : std_logic;
@@ -1404,6 +1405,7 @@ begin
             s_chk_fault => pl_m_chk_fault,
             s_chk_addr => pl_m_chk_addr,
             s_chk_run => pl_m_chk_run,
+            s_tbl_wr => pl_m_tbl_wr,
             m_mop_valid => tx_m_mop_valid,
             m_mop_ready => pl_s_mop_ready,
             m_mop_bind => tx_m_mop_bind,
@@ -1744,7 +1746,8 @@ begin
             s_mop_access => tx_m_mop_access,
             s_mop_type2 => tx_m_mop_type2,
             m_mop_valid => pl_m_mop_valid,
-            m_mop_ok => pl_m_mop_ok
+            m_mop_ok => pl_m_mop_ok,
+            m_tbl_wr => pl_m_tbl_wr
         );
 
     st : entity work.card_stat_w512

@@ -423,6 +423,7 @@ module iwcard_w64 (
     wire           pl_s_mop_ready;
     wire           pl_m_mop_valid;
     wire           pl_m_mop_ok;
+    wire           pl_m_tbl_wr;
     wire           cq_s_cpl0_ready;
     wire           cq_s_ev0_ready;
     wire           cq_s_cpl1_ready;
@@ -1269,6 +1270,7 @@ module iwcard_w64 (
         .s_chk_fault(pl_m_chk_fault),
         .s_chk_addr(pl_m_chk_addr),
         .s_chk_run(pl_m_chk_run),
+        .s_tbl_wr(pl_m_tbl_wr),
         .m_mop_valid(tx_m_mop_valid),
         .m_mop_ready(pl_s_mop_ready),
         .m_mop_bind(tx_m_mop_bind),
@@ -1607,7 +1609,8 @@ module iwcard_w64 (
         .s_mop_access(tx_m_mop_access),
         .s_mop_type2(tx_m_mop_type2),
         .m_mop_valid(pl_m_mop_valid),
-        .m_mop_ok(pl_m_mop_ok)
+        .m_mop_ok(pl_m_mop_ok),
+        .m_tbl_wr(pl_m_tbl_wr)
     );
 
     card_stat_w64 st (

@@ -172,7 +172,8 @@ entity placement_w256 is
         s_mop_access : in  std_logic_vector(3 downto 0); -- bind: the window's rights (remote read, remote write)
         s_mop_type2 : in  std_logic;         -- bind: a type 2 window
         m_mop_valid : out std_logic;         -- the operation is done (one pulse; no ready): its table write, if any, is in
-        m_mop_ok : out std_logic             -- it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
+        m_mop_ok : out std_logic;            -- it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
+        m_tbl_wr : out std_logic             -- the STag table or the page list is written this cycle (after init_done: a commit, an invalidation of any kind, a bind, a page-list commit); a check port verdict given before holds until it is
     );
 end entity placement_w256;
 
@@ -800,6 +801,7 @@ begin
     m_rxk_fault <= rxk2_fault and std_logic_vector'(2 downto 0 => rxk2_v);
     m_rxk_addr <= mux(rxk2_paged, std_logic_vector'(rxk_page_list_rd & rxk2_vaddr(11 downto 0)), rxk2_vaddr) and std_logic_vector'(63 downto 0 => rxk2_v);
     rxk_unused <= or std_logic_vector'(rxk1_access(3) & rxk1_stag(19 downto 8));
+    m_tbl_wr <= (init_done_r and (ent_wr or tag_wr)) or (reg_wr_valid and b2l(reg_wr_addr = x"4c"));
     h_ddp_ctl <= s1_data(7 downto 0);
     h_rdmap_ctl <= s1_data(15 downto 8);
     h_tagged <= h_ddp_ctl(7);

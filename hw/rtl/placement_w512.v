@@ -170,7 +170,8 @@ module placement_w512 (
     input  wire [3:0]     s_mop_access,      // bind: the window's rights (remote read, remote write)
     input  wire           s_mop_type2,       // bind: a type 2 window
     output wire           m_mop_valid,       // the operation is done (one pulse; no ready): its table write, if any, is in
-    output wire           m_mop_ok           // it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
+    output wire           m_mop_ok,          // it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
+    output wire           m_tbl_wr           // the STag table or the page list is written this cycle (after init_done: a commit, an invalidation of any kind, a bind, a page-list commit); a check port verdict given before holds until it is
 );
 
     reg  [11:0]    init_cnt;                 // entry the reset sweep clears this cycle
@@ -836,6 +837,7 @@ module placement_w512 (
     assign m_rxk_fault = rxk2_fault & {3{rxk2_v}};
     assign m_rxk_addr = (rxk2_paged ? {rxk_page_list_rd, rxk2_vaddr[11:0]} : rxk2_vaddr) & {64{rxk2_v}};
     assign rxk_unused = |{rxk1_access[3], rxk1_stag[19:8]};
+    assign m_tbl_wr = (init_done_r & (ent_wr | tag_wr)) | (reg_wr_valid & (reg_wr_addr == 8'h4c));
     assign h_ddp_ctl = s1_data[7:0];
     assign h_rdmap_ctl = s1_data[15:8];
     assign h_tagged = h_ddp_ctl[7];

@@ -97,7 +97,7 @@ func (b *ctxBench) sgeIn(n uint32) [3]uint64 {
 func (b *ctxBench) postSGL(q *ctxQP, op cs.WQEOpcode, sgl [][3]uint64) uint64 {
 	r := b.rng
 	bbs := max(1, (cs.WQEHdr+len(sgl)*cs.SGESize+cs.BB-1)/cs.BB)
-	if bbs < cs.MaxWQEBBs && r.Chance(30) {
+	if bbs < cs.MaxWQEBBs && !b.tight && r.Chance(30) {
 		bbs++
 	}
 	wqe := make([]byte, bbs*cs.BB)
@@ -326,6 +326,68 @@ func TestCardTxLocalProtection(t *testing.T) {
 				require.Equal(t, b.mRing[q.cfg.Num], rtl, "seed %d: stream with the Terminate", seed)
 				require.GreaterOrEqual(t, len(rtl)-int(before), 28, "seed %d: no Terminate after the failed WQE", seed)
 				b.qps = good
+				b.compare()
+			})
+		}
+	}
+}
+
+// TestCardTxReadAheadInvalidated: a one-SGE RDMA Write whose block is read
+// ahead while a long Send is fed has its lkey looked up then, and at 512
+// bits that lookup's verdict stands for the WQE's check when it starts, as
+// long as placement's table is not written in between. Here the table is
+// written in between: the region is invalidated through the register port
+// while the Send is fed, or by a Local Invalidate WQE between the two
+// (placement's mop port). The model checks the Write when it starts, so it
+// fails with LOC_PROT_ERR, its QP goes to error and the WQEs behind it are
+// flushed; card_tx must do the same, not send it on the stale verdict.
+// A second Write of a region left valid, read ahead the same way, goes out.
+func TestCardTxReadAheadInvalidated(t *testing.T) {
+	for _, w := range gen.CardTxGatherWidths {
+		for _, how := range []string{"register", "Local Invalidate", "left valid"} {
+			t.Run(fmt.Sprintf("%d/%s", w, how), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				b := newGatherBench(t, w, seed, 1)
+				b.errOK = true
+				b.tight = true
+				q := b.qps[0]
+				const sendLen = 60000
+				big := b.register(700, sendLen, false, mem.Entry{PD: 1, Access: mem.LocalWrite})
+				o := b.register(701, 8192, true, mem.Entry{PD: 1, Access: mem.LocalWrite})
+				b.postSGL(q, cs.WQEOpcodeSend, [][3]uint64{{big.base, sendLen, uint64(big.stag)}})
+				b.ring(q)
+				b.runModel()
+				// The model checks each WQE as it starts: it sees the table
+				// write before the Write. The RTL gets both WQEs at once
+				// (their blocks read ahead together) and the write while it
+				// feeds the Send.
+				if how == "register" {
+					b.w32(cs.PlacementWindow+pr.StagInvalidate, 701)
+				}
+				if how == "Local Invalidate" {
+					b.postLocalInv(q, o.stag)
+				}
+				id := b.postSGL(q, cs.WQEOpcodeRDMAWrite, [][3]uint64{{o.base + 100, 4000, uint64(o.stag)}})
+				b.post(q, 16)
+				b.ring(q)
+				b.runModel()
+				if how == "register" {
+					b.runRTLUntil(2_000_000, func() bool { return b.rtl.RingBytes[q.cfg.Num] > sendLen/2 })
+					require.Less(t, int(q.rtlSQCI), 1, "seed %d: the Send was done before the table write", seed)
+					b.rtl.RegWrite(pr.StagInvalidate, 701)
+				}
+				b.runRTLCaughtUp(2_000_000)
+				var st cs.WCStatus = 0xff
+				for _, c := range b.mCQE[q.cfg.Num] {
+					if c.WRID() == id {
+						st = c.Status()
+					}
+				}
+				if how == "left valid" {
+					require.NotEqual(t, cs.WCStatusLocProtErr, st, "seed %d: the model's status of the Write", seed)
+				} else {
+					require.Equal(t, cs.WCStatusLocProtErr, st, "seed %d: the model's status of the Write", seed)
+				}
 				b.compare()
 			})
 		}

@@ -44,6 +44,8 @@ type ctxBench struct {
 	rreqs []uint32 // QP of each Read Request the peer sent, in order
 	// hold: the peer answers no Read Request (they stay outstanding).
 	hold bool
+	// tight: postSGL never pads a WQE with a block it does not need.
+	tight bool
 }
 
 type ctxQP struct {

@@ -25,7 +25,7 @@ type plPorts struct {
 	tValid, tCause, tMDR, tSegLen, tHdr        Port
 	tQP                                        Port
 	dReady, dValid, dQP, dSTag, dTO, dLen      Port
-	busy                                       Port
+	busy, tblWr                                Port
 	drop, killV, killQP, clrV, clrQP           Port // the card's ports
 	decV, decDest, decDead                     Port
 	rdChk, rdIssV, rdIssQP, rdIssN             Port
@@ -56,7 +56,7 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
 		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP,
 		"m_done_valid": &p.dValid, "m_done_qp": &p.dQP, "m_done_stag": &p.dSTag, "m_done_to": &p.dTO, "m_done_len": &p.dLen,
-		"busy": &p.busy, "s_chk_ready": &p.chkReady, "m_dec_valid": &p.decV, "m_dec_dest": &p.decDest, "m_dec_dead": &p.decDead,
+		"busy": &p.busy, "m_tbl_wr": &p.tblWr, "s_chk_ready": &p.chkReady, "m_dec_valid": &p.decV, "m_dec_dest": &p.decDest, "m_dec_dead": &p.decDead,
 		"s_rxk_ready": &p.rxkReady, "s_inv_ready": &p.invReady, "m_rxk_valid": &p.rxkValid, "m_rxk_fault": &p.rxkFault, "m_rxk_addr": &p.rxkAddr}
 	for name, dst := range ins {
 		if *dst, err = l.In(name); err != nil {
@@ -202,6 +202,7 @@ func (a *plModel) Step(in, out []uint32) {
 	p.dTO.Set(out, o.DoneTO)
 	p.dLen.Set(out, uint64(o.DoneLen))
 	p.busy.Set(out, b2u(o.Busy))
+	p.tblWr.Set(out, b2u(o.TableWr))
 	p.decV.Set(out, b2u(o.DecValid))
 	p.decDest.Set(out, uint64(o.DecDest))
 	p.decDead.Set(out, b2u(o.DecDead))

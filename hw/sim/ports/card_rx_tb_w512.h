@@ -195,6 +195,7 @@
     X(s_mop_ready, 1) \
     X(m_mop_valid, 1) \
     X(m_mop_ok, 1) \
+    X(m_tbl_wr, 1) \
     X(mon_ulp_beat, 1) \
     X(mon_ulp_last, 1) \
     X(mon_inv, 1) \

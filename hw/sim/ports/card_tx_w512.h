@@ -67,6 +67,7 @@
     X(s_chk_fault, 3) \
     X(s_chk_addr, 64) \
     X(s_chk_run, 32) \
+    X(s_tbl_wr, 1) \
     X(m_mop_ready, 1) \
     X(s_mop_valid, 1) \
     X(s_mop_ok, 1) \

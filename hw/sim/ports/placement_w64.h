@@ -114,5 +114,6 @@
     X(s_mop_ready, 1) \
     X(m_mop_valid, 1) \
     X(m_mop_ok, 1) \
+    X(m_tbl_wr, 1) \
     /* end */
 
