@@ -405,7 +405,7 @@ func CardTx(width int) (*Module, error) {
 	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
 	const engW = 1 + 5 + 1 + 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
 	engWBData := m.Wire("eng_wb_data", engW, "{end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
-	engRd := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
+	engMem := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
 		Sel(create, Cat(C(38, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
 		"engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
 
@@ -434,7 +434,13 @@ func CardTx(width int) (*Module, error) {
 	headOK := m.Reg("sched_head_ok", 1, big.NewInt(0), Not(fEmpty), nil, "the FIFO held an entry last cycle: its read data is the head's")
 	aheadRd := m.Wire("ctx_ahead_rd", 1, "txDrain's last cycle: the head QP's context is read for txWB")
 	ahead := m.Reg("ctx_ahead", 1, big.NewInt(0), aheadRd, nil, "the head QP's context was read last cycle")
-	quick := m.WireOf("turn_quick", And(wbPop, ahead, Ne(popped, cur)), "txWB takes the next QP's context (txCtx's loads) and goes to txDecide")
+	// The same QP again (the head is the engine's QP) takes its engine
+	// state from the write-back rather than from eng, which is written in
+	// this cycle; not after a WQE that puts it in error (its state, read
+	// with the context, is written now too).
+	same := m.WireOf("turn_same", And(sWB, Eq(popped, cur)), "txWB: the head QP is the engine's own")
+	engRd := m.WireOf("eng_ld", Sel(same, engWBData, engMem), "the loading QP's engine state")
+	quick := m.WireOf("turn_quick", And(wbPop, ahead, Or(Ne(popped, cur), Not(protErr))), "txWB takes the next QP's context (txCtx's loads; for its own QP, eng from the write-back) and goes to txDecide")
 	ctxLoad := m.WireOf("ctx_load", Or(sCtx, quick), "the engine's context registers take the QP's context")
 	takeQP := m.WireOf("sched_take", Or(sPop, quick), "the popped QP becomes the engine's")
 	ldQP := m.WireOf("ctx_load_qp", Sel(sWB, popped, cur), "the QP whose context is loaded (txWB: the one it may take)")
@@ -1076,19 +1082,22 @@ func CardTx(width int) (*Module, error) {
 	// Verdict reuse (512 bits): a one-SGE WQE whose SGE 0 a payload slot's
 	// lookup checked, the table unwritten since, goes from txHdr to
 	// txFeed with that verdict (card_tx_payahead.go).
-	var skipGo, skipAddr, skipRun, skipN *Signal
+	var skipGo, skipAddr, skipRun, skipN, skipHit, skipAddr1, skipRest, skipDone *Signal
 	var skipLen Expr
 	if W == 512 {
 		skipGo = m.Wire("chk_skip", 1, "txHdr: the WQE's check is a read-ahead slot's verdict: no txChk")
 		skipAddr, skipRun, skipN = m.Wire("chk_skip_addr", 64, ""), m.Wire("chk_skip_run", 17, ""), m.Wire("chk_skip_n", 17, "")
 		skipLen = m.WireOf("chk_skip_len", Bits(pblk, 351, 320), "SGE 0's LENGTH, from the block taken in txDecide")
+		skipHit = m.Wire("chk_skip_hit", 1, "... and its slot has landed whole: its first requests are taken now")
+		skipAddr1, skipRest, skipDone = m.Wire("chk_skip_addr1", 64, ""), m.Wire("chk_skip_rest", 17, ""), m.Wire("chk_skip_done", 1, "")
 	}
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, preRd: preRd, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
 		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep,
-		skip: skipGo, skipAddr: skipAddr, skipRun: skipRun, skipN: skipN, skipLen: skipLen})
+		skip: skipGo, skipAddr: skipAddr, skipRun: skipRun, skipN: skipN, skipLen: skipLen,
+		skipHit: skipHit, skipAddr1: skipAddr1, skipRest: skipRest, skipDone: skipDone})
 	unused = append(unused, ga.unused...)
 	m.Assign(gfR, ga.rdFault)
 	m.Assign(gfAddr, ga.rdFaultAddr)
@@ -1133,7 +1142,7 @@ func CardTx(width int) (*Module, error) {
 		reqAsk: And(ga.firstAsk, Not(rsp)), reqAddr: ga.reqAddr, reqN: ga.reqN, reqGo: ga.reqGo, take: ga.slotTake,
 		chkFree: Not(ga.chkV), chkReady: ckReqR, chkValid: ckV, chkTag: ckRTag, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
 		rdGrant: paGrant, rdHold: ga.reqMore, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr, rdB: rdBErr,
-		reuse: W == 512, tblWr: tblWr, decide: early, decHdr: decHdr, decSGE: Bits(pblk, 383, 256)})
+		reuse: W == 512, tblWr: tblWr, decide: early, decHdr: decHdr, decSGE: Bits(pblk, 383, 256), skipGo: skipGo})
 	unused = append(unused, pa.unused...)
 	m.Assign(paHit, pa.hit)
 	m.Assign(paWait, pa.wait)
@@ -1152,7 +1161,11 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(fqPop, zext(And(pGo, fromBuf), cw))
 	pLast := m.WireOf("ddp_s_last", Sel(fromBuf, fqq.Fields[0][1], ga.outLast), "")
 	pLastGo := m.WireOf("ddp_s_last_go", And(pGo, pLast), "")
-	msgLen := m.WireOf("msg_len", Sel(fromBuf, zext(pLen, 32), ga.total), "the message's payload bytes into ddp_tx")
+	var gLen Expr = ga.total
+	if W == 512 {
+		gLen = Sel(skipGo, skipLen, gLen) // ga.total takes it at txHdr's end
+	}
+	msgLen := m.WireOf("msg_len", Sel(fromBuf, zext(pLen, 32), gLen), "the message's payload bytes into ddp_tx")
 	noPay := m.WireOf("no_payload", Eq(msgLen, C(32, 0)), "")
 
 	// The check port: requests from the gather (tag 0), else from the
@@ -1631,6 +1644,10 @@ func CardTx(width int) (*Module, error) {
 		m.Assign(skipAddr, pa.skipAddr)
 		m.Assign(skipRun, pa.skipRun)
 		m.Assign(skipN, pa.skipN)
+		m.Assign(skipHit, pa.skipHit)
+		m.Assign(skipAddr1, pa.skipAddr1)
+		m.Assign(skipRest, pa.skipRest)
+		m.Assign(skipDone, pa.skipDone)
 		feedNow = Sel(mopNow, C(5, txMop), Sel(Or(fromBuf, chkSkipOK), C(5, txFeed), C(5, txChk)))
 	}
 	onChip := m.WireOf("wqe_on_chip", Or(oneBB, rest2), "the WQE's blocks are on chip by txHdr's end: one block, or two read ahead")
@@ -1649,7 +1666,12 @@ func CardTx(width int) (*Module, error) {
 	// all on chip offers its descriptor to ddp_tx from txHdr on: ddp_tx's
 	// first beat is formed four cycles after it takes one, so the message
 	// leaves a cycle sooner.
-	m.Assign(descEarly, And(sHdr, hdrOn, Not(retFl), fromBuf, Not(opMop), onChip))
+	descEarlyV := And(sHdr, hdrOn, Not(retFl), fromBuf, Not(opMop), onChip)
+	if W == 512 {
+		// So does a WQE whose check is skipped: its length is SGE 0's.
+		descEarlyV = Or(descEarlyV, skipGo)
+	}
+	m.Assign(descEarly, descEarlyV)
 	// The write-back follows the cycle the message's last beat enters
 	// mpa_tx, or its last FPDU's first beat for a message fed from the
 	// buffer or gathered without a fault (its FPDU's TXS_PI is in f_off by

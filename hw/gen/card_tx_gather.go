@@ -59,6 +59,11 @@ type txGatherIn struct {
 	skip                     *Signal
 	skipAddr, skipRun, skipN *Signal
 	skipLen                  Expr
+	// ... and the slot's bytes taken then (skipHit): the piece goes on
+	// from skipAddr1 with skipRest bytes (none: skipDone).
+	skipHit             Expr
+	skipAddr1, skipRest *Signal
+	skipDone            *Signal
 }
 
 // txGather is what the gather gives card_tx.
@@ -250,21 +255,35 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 		skip = m.WireOf("g_skip_check", g.skip, "the verdict was a slot's lookup's: the first piece opens with its results")
 		open = Or(reuse, skip)
 	}
-	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(open, C(2, 3), next)), nil)
+	var openPh Expr = C(2, 3)
+	var skipHit Expr = C(1, 0)
+	if g.skip != nil {
+		skipHit = m.WireOf("g_skip_hit", g.skipHit, "... and its first requests are taken from the slot now")
+		openPh = Sel(And(skipHit, g.skipDone), C(2, 1), C(2, 3))
+	}
+	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(open, openPh, next)), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
-	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), step("g_off_next", goff)), Or(g.start, gSkip, gReqGo))
+	reqStep := func(name string, x *Signal) Expr {
+		if g.skip == nil {
+			return step(name, x)
+		}
+		return Sel(skipHit, zext(g.skipN, 32), step(name, x))
+	}
+	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), reqStep("g_off_next", goff)), Or(g.start, gSkip, gReqGo, skipHit))
 	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
 	addrIn, runIn := Expr(g.chkAddr), Expr(runCap)
 	slotIn := Expr(Sel(Lt(slLeft, runCap), slLeft, runCap))
 	if g.skip != nil {
-		addrIn, runIn, slotIn = Sel(skip, g.skipAddr, addrIn), Sel(skip, g.skipRun, runIn), Sel(skip, g.skipN, slotIn)
+		addrIn = Sel(skip, Sel(skipHit, g.skipAddr1, g.skipAddr), addrIn)
+		runIn = Sel(skip, Sel(skipHit, g.skipRest, g.skipRun), runIn)
+		slotIn = Sel(skip, g.skipN, slotIn)
 		looked = m.WireOf("g_opened", Or(looked, skip), "a piece's lookup is in, or a slot's stands for it")
 	}
 	m.Drive(gAddr, nil, Sel(looked, addrIn, step("g_addr_next", gAddr)), Or(looked, gReqGo))
 	m.Drive(gN, nil, Sel(looked, runIn, Sel(fromSlot, Sub(gN, slotN), Sub(gN, pageN))), Or(looked, gReqGo))
 	m.Drive(slotN, nil, slotIn, looked)
 	m.Drive(gLate, big.NewInt(0), And(Not(g.start), Or(gLate, And(gV, Not(gOK)))), nil)
-	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), step("g_req_next", gReq)), Or(g.start, gReqGo))
+	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), reqStep("g_req_next", gReq)), Or(g.start, gReqGo, skipHit))
 	out.lateFault = gLate
 	out.reqMore = m.WireOf("g_req_more", And(Or(g.chkPhase, g.feedPhase), Not(gFault), Or(RedOr(gph), gMore)), "the message has payload reads still to issue")
 	m.Assign(sgeRd, Or(ckRd, gRd))

@@ -94,6 +94,7 @@ type txPayAheadIn struct {
 	decide Expr
 	decHdr *Signal
 	decSGE Expr
+	skipGo Expr // txHdr: the engine takes pa_skip's verdict (txChk skipped)
 }
 
 // txPayAhead is what the payload read ahead gives card_tx.
@@ -111,7 +112,13 @@ type txPayAhead struct {
 	// not been written since; the lookup's results for the gather.
 	skip                     *Signal
 	skipAddr, skipRun, skipN *Signal
-	unused                   []Expr
+	// The slot landed whole by then: its first requests are taken in the
+	// skip's cycle (skipHit), and the gather goes on from skipAddr1 with
+	// skipRest of the piece left (none if skipDone).
+	skipHit             Expr
+	skipAddr1, skipRest *Signal
+	skipDone            *Signal
+	unused              []Expr
 }
 
 func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
@@ -275,6 +282,19 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	lHot := oneHot(m, "pa_land", lSlot, S)
 
 	// --- the gather's first request ---
+	// With the verdict reuse, a slot landed whole is taken as the check
+	// is skipped (txHdr), a cycle before the gather could ask for it.
+	var skipHit Expr = C(1, 0)
+	var skipSlot *Signal
+	if in.reuse {
+		skipSlot = m.RegDecl("pa_skip_slot", SB, "the slot whose lookup stands for the WQE's check")
+		var rdy []Expr
+		for i := S - 1; i >= 0; i-- {
+			rdy = append(rdy, And(sl[i].done, Not(sl[i].bad)))
+		}
+		skipHit = m.WireOf("pa_skip_hit", And(in.skipGo, Not(src), BitAt(m.WireOf("pa_landed_ok", Cat(rdy...), ""), skipSlot)), "the check is skipped and its slot has landed whole: the message's first requests are taken from it now")
+	}
+	out.skipHit = skipHit
 	var hitT, waitT, keyT []Expr
 	for _, s := range sl {
 		key := And(s.alloc, Eq(s.qp, in.cur), Eq(s.idx, in.cNext))
@@ -286,9 +306,13 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	hitAny := m.WireOf("pa_hit_any", RedOr(Cat(hitT...)), "a slot holds the request")
 	out.hit = m.WireOf("pa_hit", And(in.reqAsk, hitAny), "the first request is in a slot landed whole")
 	out.wait = m.WireOf("pa_wait", And(in.reqAsk, RedOr(Cat(waitT...))), "the first request is in a slot still landing")
-	hsel := m.WireOf("pa_hit_sel", lowest(hitT), "")
-	first := m.WireOf("pa_first_go", And(in.reqAsk, in.reqGo), "the message's first request goes")
-	hitGo := m.WireOf("pa_hit_go", And(first, hitAny), "... from a slot")
+	var hsel Expr = lowest(hitT)
+	if in.reuse {
+		hsel = Sel(skipHit, skipSlot, hsel)
+	}
+	hsel = m.WireOf("pa_hit_sel", hsel, "")
+	first := m.WireOf("pa_first_go", Or(And(in.reqAsk, in.reqGo), skipHit), "the message's first request goes")
+	hitGo := m.WireOf("pa_hit_go", Or(And(in.reqAsk, in.reqGo, hitAny), skipHit), "... from a slot")
 	hHot := oneHot(m, "pa_hit", hsel, S)
 
 	// --- the slot in use: its beats to the packer ---
@@ -319,7 +343,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		drop := m.WireOf(fmt.Sprintf("pa_s%d_drop", s), And(Not(inUse(s)), Or(
 			And(in.cmdGo, Eq(x.qp, in.qpNum)),
 			And(in.wqeGo, Eq(x.qp, in.cur), RedOr(behind), Not(Bit(behind, 15))),
-			And(first, keyT[s], Not(And(hitAny, at(hHot)))),
+			And(first, keyT[s], Not(And(Or(hitAny, skipHit), at(hHot)))),
 			And(verdict, at(curHot), Not(vOK)))), "the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed")
 		useEndS := And(useEnd, at(uHot))
 		m.Drive(x.alloc, big.NewInt(0), Or(mine, And(x.alloc, Not(drop), Not(useEndS))), nil)
@@ -360,9 +384,16 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 			runs = append(runs, x.run)
 		}
 		rs := selBits(m.WireOf("pa_skip_sel", rsel, ""), 0, SB)
-		out.skipAddr = m.Reg("pa_skip_addr", 64, nil, muxTree(rs, addrs), nil, "its slot's host address (the lookup's)")
-		out.skipRun = m.Reg("pa_skip_run", 17, nil, muxTree(rs, runs), nil, "... and contiguous run")
-		out.skipN = m.Reg("pa_skip_n", 17, nil, zext(muxTree(rs, ns), 17), nil, "... and bytes (the first requests' as a slot holds them)")
+		skN := m.WireOf("pa_skip_n_sel", zext(muxTree(rs, ns), 17), "")
+		skRun := m.WireOf("pa_skip_run_sel", muxTree(rs, runs), "")
+		skAddr := m.WireOf("pa_skip_addr_sel", muxTree(rs, addrs), "")
+		out.skipAddr = m.Reg("pa_skip_addr", 64, nil, skAddr, nil, "its slot's host address (the lookup's)")
+		out.skipRun = m.Reg("pa_skip_run", 17, nil, skRun, nil, "... and contiguous run")
+		out.skipN = m.Reg("pa_skip_n", 17, nil, skN, nil, "... and bytes (the first requests' as a slot holds them)")
+		m.Drive(skipSlot, nil, rsel, nil)
+		out.skipAddr1 = m.Reg("pa_skip_addr1", 64, nil, Add(skAddr, zext(skN, 64)), nil, "the address past the slot's bytes")
+		out.skipRest = m.Reg("pa_skip_rest", 17, nil, Sub(skRun, skN), nil, "the run's bytes past them")
+		out.skipDone = m.Reg("pa_skip_done", 1, nil, Eq(skRun, skN), nil, "the slot holds the whole run")
 	}
 	out.unused = append(out.unused, Bit(uN, NB-1))
 	out.unused = append(out.unused, Bit(rel, 4))

@@ -400,7 +400,9 @@ module card_tx_w512 (
     reg            sched_head_ok;            // the FIFO held an entry last cycle: its read data is the head's
     wire           ctx_ahead_rd;             // txDrain's last cycle: the head QP's context is read for txWB
     reg            ctx_ahead;                // the head QP's context was read last cycle
-    wire           turn_quick;               // txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    wire           turn_same;                // txWB: the head QP is the engine's own
+    wire [149:0]   eng_ld;                   // the loading QP's engine state
+    wire           turn_quick;               // txWB takes the next QP's context (txCtx's loads; for its own QP, eng from the write-back) and goes to txDecide
     wire           ctx_load;                 // the engine's context registers take the QP's context
     wire           sched_take;               // the popped QP becomes the engine's
     wire [9:0]     ctx_load_qp;              // the QP whose context is loaded (txWB: the one it may take)
@@ -861,6 +863,10 @@ module card_tx_w512 (
     wire [16:0]    chk_skip_run;
     wire [16:0]    chk_skip_n;
     wire [31:0]    chk_skip_len;             // SGE 0's LENGTH, from the block taken in txDecide
+    wire           chk_skip_hit;             // ... and its slot has landed whole: its first requests are taken now
+    wire [63:0]    chk_skip_addr1;
+    wire [16:0]    chk_skip_rest;
+    wire           chk_skip_done;
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -947,6 +953,7 @@ module card_tx_w512 (
     wire           g_piece_done;             // the piece's last request goes
     wire           g_reuse;                  // the check's verdict opens the gather's first piece
     wire           g_skip_check;             // the verdict was a slot's lookup's: the first piece opens with its results
+    wire           g_skip_hit;               // ... and its first requests are taken from the slot now
     wire [31:0]    g_off_next;
     wire           g_looked;                 // a piece's lookup is in
     wire           g_opened;                 // a piece's lookup is in, or a slot's stands for it
@@ -1631,6 +1638,9 @@ module card_tx_w512 (
     wire           pa_land_bad;
     wire [2:0]     pa_land_qp;
     wire [7:0]     pa_land_1h;
+    reg  [2:0]     pa_skip_slot;             // the slot whose lookup stands for the WQE's check
+    wire [7:0]     pa_landed_ok;
+    wire           pa_skip_hit;              // the check is skipped and its slot has landed whole: the message's first requests are taken from it now
     wire           pa_hit_any;               // a slot holds the request
     wire           pa_hit;                   // the first request is in a slot landed whole
     wire           pa_wait;                  // the first request is in a slot still landing
@@ -1675,9 +1685,15 @@ module card_tx_w512 (
     wire           pa_s7_drop;               // the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     reg            pa_skip;                  // the WQE that started last cycle has its SGE's verdict from a slot's lookup
     wire [2:0]     pa_skip_sel;
+    wire [16:0]    pa_skip_n_sel;
+    wire [16:0]    pa_skip_run_sel;
+    wire [63:0]    pa_skip_addr_sel;
     reg  [63:0]    pa_skip_addr;             // its slot's host address (the lookup's)
     reg  [16:0]    pa_skip_run;              // ... and contiguous run
     reg  [16:0]    pa_skip_n;                // ... and bytes (the first requests' as a slot holds them)
+    reg  [63:0]    pa_skip_addr1;            // the address past the slot's bytes
+    reg  [16:0]    pa_skip_rest;             // the run's bytes past them
+    reg            pa_skip_done;             // the slot holds the whole run
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -2399,7 +2415,9 @@ module card_tx_w512 (
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & pub_slot;
     assign sched_pop = (((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room) | sched_pop_wb;
-    assign turn_quick = (sched_pop_wb & ctx_ahead) & (sched_rd != cur_qp);
+    assign turn_same = in_state11 & (sched_rd == cur_qp);
+    assign eng_ld = turn_same ? eng_wb_data : eng_rd;
+    assign turn_quick = (sched_pop_wb & ctx_ahead) & ((sched_rd != cur_qp) | ~prot_err);
     assign ctx_load = in_state2 | turn_quick;
     assign sched_take = in_state1 | turn_quick;
     assign ctx_load_qp = in_state11 ? sched_rd : cur_qp;
@@ -2589,7 +2607,7 @@ module card_tx_w512 (
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == ctx_load_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == ctx_load_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
-    assign ctx_next_ld = eng_rd[127:112];
+    assign ctx_next_ld = eng_ld[127:112];
     assign cur_live = cur_state == 2'h1;
     assign cur_error = cur_state == 2'h2;
     assign h_opcode = wqe_hdr[7:0];
@@ -2906,6 +2924,7 @@ module card_tx_w512 (
     assign g_piece_done = g_req_go & (g_req_slot ? (g_req_slot_n == g_n) : g_req_whole);
     assign g_reuse = (ck_verdict & (h_nsge == 5'h01)) & ~|s_chk_fault;
     assign g_skip_check = chk_skip;
+    assign g_skip_hit = chk_skip_hit;
     assign g_off_next = g_req_slot ? (g_off + {15'h0000, g_req_slot_n}) : (g_off + {15'h0000, g_req_page_n});
     assign g_looked = g_ok | g_reuse;
     assign g_opened = g_looked | g_skip_check;
@@ -3263,6 +3282,17 @@ module card_tx_w512 (
     assign pa_land_bad = (pa_land_err | rd_terr) | rd_berr;
     assign pa_land_qp = pa_flight0_slot;
     assign pa_land_1h = {{7{1'b0}}, 1'b1} << pa_land_qp;
+    assign pa_landed_ok = {
+        pa_s7_landed & ~pa_s7_bad,
+        pa_s6_landed & ~pa_s6_bad,
+        pa_s5_landed & ~pa_s5_bad,
+        pa_s4_landed & ~pa_s4_bad,
+        pa_s3_landed & ~pa_s3_bad,
+        pa_s2_landed & ~pa_s2_bad,
+        pa_s1_landed & ~pa_s1_bad,
+        pa_s0_landed & ~pa_s0_bad
+    };
+    assign pa_skip_hit = (chk_skip & ~pa_src) & pa_landed_ok[pa_skip_slot];
     assign pa_hit_any = |{
         ((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr
             == g_addr)) & ({2'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad,
@@ -3300,9 +3330,9 @@ module card_tx_w512 (
         (((((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next)) & (pa_s7_inflight | pa_s7_landed)) & (pa_s7_addr
             == g_addr)) & ({2'h0, pa_s7_n} == g_req_slot_n)) & pa_s7_inflight
     };
-    assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({2'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({2'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({2'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({2'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({2'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({2'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({2'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7))))));
-    assign pa_first_go = (g_req_first & ~rsp_mode) & g_req_go;
-    assign pa_hit_go = pa_first_go & pa_hit_any;
+    assign pa_hit_sel = pa_skip_hit ? pa_skip_slot : ((((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({2'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({2'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({2'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({2'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({2'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({2'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({2'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7)))))));
+    assign pa_first_go = ((g_req_first & ~rsp_mode) & g_req_go) | pa_skip_hit;
+    assign pa_hit_go = (((g_req_first & ~rsp_mode) & g_req_go) & pa_hit_any) | pa_skip_hit;
     assign pa_hit_qp = pa_hit_sel;
     assign pa_hit_1h = {{7{1'b0}}, 1'b1} << pa_hit_qp;
     assign pa_use_n = (pa_use_slot[2] ? (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s7_n : pa_s6_n) : (pa_use_slot[0] ? pa_s5_n : pa_s4_n)) : (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s3_n : pa_s2_n) : (pa_use_slot[0] ? pa_s1_n : pa_s0_n))) - 15'h0001;
@@ -3379,29 +3409,36 @@ module card_tx_w512 (
     };
     assign pa_s0_new = pa_look_go & (pa_free_sel == 3'h0);
     assign pa_s0_behind = cur_sq_next - pa_s0_idx;
-    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
+    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
     assign pa_s1_new = pa_look_go & (pa_free_sel == 3'h1);
     assign pa_s1_behind = cur_sq_next - pa_s1_idx;
-    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
+    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
     assign pa_s2_new = pa_look_go & (pa_free_sel == 3'h2);
     assign pa_s2_behind = cur_sq_next - pa_s2_idx;
-    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
+    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
     assign pa_s3_new = pa_look_go & (pa_free_sel == 3'h3);
     assign pa_s3_behind = cur_sq_next - pa_s3_idx;
-    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
     assign pa_s4_new = pa_look_go & (pa_free_sel == 3'h4);
     assign pa_s4_behind = cur_sq_next - pa_s4_idx;
-    assign pa_s4_drop = ~(pa_src & pa_use_1h[4]) & ((((cmd_go & (pa_s4_qp == cmd_num)) | (((wqe_go & (pa_s4_qp == cur_qp)) & |pa_s4_behind) & ~pa_s4_behind[15])) | ((pa_first_go & ((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[4]))) | ((pa_verdict & pa_cur_1h[4]) & ~pa_verdict_ok));
+    assign pa_s4_drop = ~(pa_src & pa_use_1h[4]) & ((((cmd_go & (pa_s4_qp == cmd_num)) | (((wqe_go & (pa_s4_qp == cur_qp)) & |pa_s4_behind) & ~pa_s4_behind[15])) | ((pa_first_go & ((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[4]))) | ((pa_verdict & pa_cur_1h[4]) & ~pa_verdict_ok));
     assign pa_s5_new = pa_look_go & (pa_free_sel == 3'h5);
     assign pa_s5_behind = cur_sq_next - pa_s5_idx;
-    assign pa_s5_drop = ~(pa_src & pa_use_1h[5]) & ((((cmd_go & (pa_s5_qp == cmd_num)) | (((wqe_go & (pa_s5_qp == cur_qp)) & |pa_s5_behind) & ~pa_s5_behind[15])) | ((pa_first_go & ((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[5]))) | ((pa_verdict & pa_cur_1h[5]) & ~pa_verdict_ok));
+    assign pa_s5_drop = ~(pa_src & pa_use_1h[5]) & ((((cmd_go & (pa_s5_qp == cmd_num)) | (((wqe_go & (pa_s5_qp == cur_qp)) & |pa_s5_behind) & ~pa_s5_behind[15])) | ((pa_first_go & ((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[5]))) | ((pa_verdict & pa_cur_1h[5]) & ~pa_verdict_ok));
     assign pa_s6_new = pa_look_go & (pa_free_sel == 3'h6);
     assign pa_s6_behind = cur_sq_next - pa_s6_idx;
-    assign pa_s6_drop = ~(pa_src & pa_use_1h[6]) & ((((cmd_go & (pa_s6_qp == cmd_num)) | (((wqe_go & (pa_s6_qp == cur_qp)) & |pa_s6_behind) & ~pa_s6_behind[15])) | ((pa_first_go & ((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[6]))) | ((pa_verdict & pa_cur_1h[6]) & ~pa_verdict_ok));
+    assign pa_s6_drop = ~(pa_src & pa_use_1h[6]) & ((((cmd_go & (pa_s6_qp == cmd_num)) | (((wqe_go & (pa_s6_qp == cur_qp)) & |pa_s6_behind) & ~pa_s6_behind[15])) | ((pa_first_go & ((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[6]))) | ((pa_verdict & pa_cur_1h[6]) & ~pa_verdict_ok));
     assign pa_s7_new = pa_look_go & (pa_free_sel == 3'h7);
     assign pa_s7_behind = cur_sq_next - pa_s7_idx;
-    assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
+    assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~((pa_hit_any | pa_skip_hit) & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
     assign pa_skip_sel = ((((pa_s0_alloc & pa_s0_fresh) & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_sge == push_blk[383:256])) ? 3'h0 : (((((pa_s1_alloc & pa_s1_fresh) & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_sge == push_blk[383:256])) ? 3'h1 : (((((pa_s2_alloc & pa_s2_fresh) & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_sge == push_blk[383:256])) ? 3'h2 : (((((pa_s3_alloc & pa_s3_fresh) & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_sge == push_blk[383:256])) ? 3'h3 : (((((pa_s4_alloc & pa_s4_fresh) & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_sge == push_blk[383:256])) ? 3'h4 : (((((pa_s5_alloc & pa_s5_fresh) & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_sge == push_blk[383:256])) ? 3'h5 : (((((pa_s6_alloc & pa_s6_fresh) & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_sge == push_blk[383:256])) ? 3'h6 : 3'h7))))));
+    assign pa_skip_n_sel = {
+        2'h0,
+        pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_n : pa_s6_n) : (pa_skip_sel[0] ? pa_s5_n : pa_s4_n)) :
+            (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_n : pa_s2_n) : (pa_skip_sel[0] ? pa_s1_n : pa_s0_n))
+    };
+    assign pa_skip_run_sel = pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_run : pa_s6_run) : (pa_skip_sel[0] ? pa_s5_run : pa_s4_run)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_run : pa_s2_run) : (pa_skip_sel[0] ? pa_s1_run : pa_s0_run));
+    assign pa_skip_addr_sel = pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_addr : pa_s6_addr) : (pa_skip_sel[0] ? pa_s5_addr : pa_s4_addr)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_addr : pa_s2_addr) : (pa_skip_sel[0] ? pa_s1_addr : pa_s0_addr));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -3419,7 +3456,7 @@ module card_tx_w512 (
     assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
     assign ddp_s_last = pay_from_buf ? fq0_last : pk_last;
     assign ddp_s_last_go = ddp_s_go & ddp_s_last;
-    assign msg_len = pay_from_buf ? {16'h0000, pay_len} : g_total;
+    assign msg_len = pay_from_buf ? {16'h0000, pay_len} : (chk_skip ? chk_skip_len : g_total);
     assign no_payload = msg_len == 32'h00000000;
     assign m_chk_valid = (ck_req | g_look) | pa_chk_v;
     assign m_chk_stag = (ck_req | g_look) ? g_sge_lkey : pa_cq0_lkey;
@@ -3694,10 +3731,14 @@ module card_tx_w512 (
     assign chk_skip_addr = pa_skip_addr;
     assign chk_skip_run = pa_skip_run;
     assign chk_skip_n = pa_skip_n;
+    assign chk_skip_hit = pa_skip_hit;
+    assign chk_skip_addr1 = pa_skip_addr1;
+    assign chk_skip_rest = pa_skip_rest;
+    assign chk_skip_done = pa_skip_done;
     assign wqe_on_chip = one_bb | wb_rest_ahead;
     assign hdr_on = ~(((wf_now | wait_read) | wqe_malformed) | (ret_or_flush & ~sent_full));
     assign chk_skip = ((in_state5 & chk_skip_ok) & hdr_on) & wqe_on_chip;
-    assign ddp_desc_early = ((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip;
+    assign ddp_desc_early = (((((in_state5 & hdr_on) & ~ret_or_flush) & pay_from_buf) & ~op_mop) & wqe_on_chip) | chk_skip;
     assign drain_skip_ok = ~gf_fault & (msg_done | msg_last_hdr_gather);
     assign drain_skip = feed_end & drain_skip_ok;
     assign drain_early = (((in_state10 | drain_skip) & msg_last_hdr_gather) & ~msg_done) & ~gf_fault;
@@ -4411,7 +4452,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_sq_ci <= eng_rd[15:0];
+            cur_sq_ci <= eng_ld[15:0];
         end
     end
 
@@ -4479,19 +4520,19 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rreq_used <= eng_rd[142:138];
+            cur_rreq_used <= eng_ld[142:138];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_walk <= eng_rd[143];
+            cur_walk <= eng_ld[143];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rmsn <= eng_rd[111:80];
+            cur_rmsn <= eng_ld[111:80];
         end
     end
 
@@ -4503,7 +4544,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_orq <= eng_rd[132:128];
+            cur_orq <= eng_ld[132:128];
         end
     end
 
@@ -4521,19 +4562,19 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
+            cur_rdone_used <= (eng_ld[132:128] == 5'h00) ? rdone_now : eng_ld[137:133];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load | in_state3) begin
-            cur_end_seen <= ctx_load ? eng_rd[149] : (cur_end_seen | cur_end);
+            cur_end_seen <= ctx_load ? eng_ld[149] : (cur_end_seen | cur_end);
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load | in_state3) begin
-            cur_end_flush <= ctx_load ? eng_rd[148:144] : end_flush_now;
+            cur_end_flush <= ctx_load ? eng_ld[148:144] : end_flush_now;
         end
     end
 
@@ -5031,7 +5072,7 @@ module card_tx_w512 (
         if (rst) begin
             g_ph <= 2'h0;
         end else begin
-            g_ph <= fetch_go ? 2'h0 : ((g_reuse | g_skip_check) ? 2'h3 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph))))));
+            g_ph <= fetch_go ? 2'h0 : ((g_reuse | g_skip_check) ? ((g_skip_hit & chk_skip_done) ? 2'h1 : 2'h3) : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph))))));
         end
     end
 
@@ -5044,20 +5085,20 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((fetch_go | g_skip) | g_req_go) begin
-            g_off <= (fetch_go | g_skip) ? 32'h00000000 : g_off_next;
+        if (((fetch_go | g_skip) | g_req_go) | g_skip_hit) begin
+            g_off <= (fetch_go | g_skip) ? 32'h00000000 : (g_skip_hit ? {15'h0000, chk_skip_n} : g_off_next);
         end
     end
 
     always @(posedge clk) begin
         if (g_opened | g_req_go) begin
-            g_addr <= g_opened ? (g_skip_check ? chk_skip_addr : s_chk_addr) : g_addr_next;
+            g_addr <= g_opened ? (g_skip_check ? (g_skip_hit ? chk_skip_addr1 : chk_skip_addr) : s_chk_addr) : g_addr_next;
         end
     end
 
     always @(posedge clk) begin
         if (g_opened | g_req_go) begin
-            g_n <= g_opened ? (g_skip_check ? chk_skip_run : g_run_cap) : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
+            g_n <= g_opened ? (g_skip_check ? (g_skip_hit ? chk_skip_rest : chk_skip_run) : g_run_cap) : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
         end
     end
 
@@ -5078,8 +5119,8 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             g_req <= 32'h00000000;
-        end else if (fetch_go | g_req_go) begin
-            g_req <= fetch_go ? 32'h00000000 : g_req_next;
+        end else if ((fetch_go | g_req_go) | g_skip_hit) begin
+            g_req <= fetch_go ? 32'h00000000 : (g_skip_hit ? {15'h0000, chk_skip_n} : g_req_next);
         end
     end
 
@@ -7709,19 +7750,31 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        pa_skip_addr <= pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_addr : pa_s6_addr) : (pa_skip_sel[0] ? pa_s5_addr : pa_s4_addr)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_addr : pa_s2_addr) : (pa_skip_sel[0] ? pa_s1_addr : pa_s0_addr));
+        pa_skip_addr <= pa_skip_addr_sel;
     end
 
     always @(posedge clk) begin
-        pa_skip_run <= pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_run : pa_s6_run) : (pa_skip_sel[0] ? pa_s5_run : pa_s4_run)) : (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_run : pa_s2_run) : (pa_skip_sel[0] ? pa_s1_run : pa_s0_run));
+        pa_skip_run <= pa_skip_run_sel;
     end
 
     always @(posedge clk) begin
-        pa_skip_n <= {
-            2'h0,
-            pa_skip_sel[2] ? (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s7_n : pa_s6_n) : (pa_skip_sel[0] ? pa_s5_n : pa_s4_n)) :
-                (pa_skip_sel[1] ? (pa_skip_sel[0] ? pa_s3_n : pa_s2_n) : (pa_skip_sel[0] ? pa_s1_n : pa_s0_n))
-        };
+        pa_skip_n <= pa_skip_n_sel;
+    end
+
+    always @(posedge clk) begin
+        pa_skip_slot <= ((((pa_s0_alloc & pa_s0_fresh) & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_sge == push_blk[383:256])) ? 3'h0 : (((((pa_s1_alloc & pa_s1_fresh) & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_sge == push_blk[383:256])) ? 3'h1 : (((((pa_s2_alloc & pa_s2_fresh) & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_sge == push_blk[383:256])) ? 3'h2 : (((((pa_s3_alloc & pa_s3_fresh) & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_sge == push_blk[383:256])) ? 3'h3 : (((((pa_s4_alloc & pa_s4_fresh) & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_sge == push_blk[383:256])) ? 3'h4 : (((((pa_s5_alloc & pa_s5_fresh) & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_sge == push_blk[383:256])) ? 3'h5 : (((((pa_s6_alloc & pa_s6_fresh) & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_sge == push_blk[383:256])) ? 3'h6 : 3'h7))))));
+    end
+
+    always @(posedge clk) begin
+        pa_skip_addr1 <= pa_skip_addr_sel + {47'h000000000000, pa_skip_n_sel};
+    end
+
+    always @(posedge clk) begin
+        pa_skip_rest <= pa_skip_run_sel - pa_skip_n_sel;
+    end
+
+    always @(posedge clk) begin
+        pa_skip_done <= pa_skip_run_sel == pa_skip_n_sel;
     end
 
     always @(posedge clk) begin
@@ -7774,7 +7827,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load | fpdu_new) begin
-            f_off <= ctx_load ? eng_rd[47:16] : (f_off + {15'h0000, w_len_sel});
+            f_off <= ctx_load ? eng_ld[47:16] : (f_off + {15'h0000, w_len_sel});
         end
     end
 
@@ -9550,7 +9603,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_msn <= eng_rd[79:48];
+            cur_msn <= eng_ld[79:48];
         end
     end
 

@@ -431,7 +431,9 @@ architecture rtl of card_tx_w512 is
     signal sched_head_ok : std_logic := '0'; -- the FIFO held an entry last cycle: its read data is the head's
     signal ctx_ahead_rd : std_logic;         -- txDrain's last cycle: the head QP's context is read for txWB
     signal ctx_ahead : std_logic := '0';     -- the head QP's context was read last cycle
-    signal turn_quick : std_logic;           -- txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    signal turn_same : std_logic;            -- txWB: the head QP is the engine's own
+    signal eng_ld : std_logic_vector(149 downto 0); -- the loading QP's engine state
+    signal turn_quick : std_logic;           -- txWB takes the next QP's context (txCtx's loads; for its own QP, eng from the write-back) and goes to txDecide
     signal ctx_load : std_logic;             -- the engine's context registers take the QP's context
     signal sched_take : std_logic;           -- the popped QP becomes the engine's
     signal ctx_load_qp : std_logic_vector(9 downto 0); -- the QP whose context is loaded (txWB: the one it may take)
@@ -892,6 +894,10 @@ architecture rtl of card_tx_w512 is
     signal chk_skip_run : std_logic_vector(16 downto 0);
     signal chk_skip_n : std_logic_vector(16 downto 0);
     signal chk_skip_len : std_logic_vector(31 downto 0); -- SGE 0's LENGTH, from the block taken in txDecide
+    signal chk_skip_hit : std_logic;         -- ... and its slot has landed whole: its first requests are taken now
+    signal chk_skip_addr1 : std_logic_vector(63 downto 0);
+    signal chk_skip_rest : std_logic_vector(16 downto 0);
+    signal chk_skip_done : std_logic;
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -978,6 +984,7 @@ architecture rtl of card_tx_w512 is
     signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_reuse : std_logic;              -- the check's verdict opens the gather's first piece
     signal g_skip_check : std_logic;         -- the verdict was a slot's lookup's: the first piece opens with its results
+    signal g_skip_hit : std_logic;           -- ... and its first requests are taken from the slot now
     signal g_off_next : std_logic_vector(31 downto 0);
     signal g_looked : std_logic;             -- a piece's lookup is in
     signal g_opened : std_logic;             -- a piece's lookup is in, or a slot's stands for it
@@ -1662,6 +1669,9 @@ architecture rtl of card_tx_w512 is
     signal pa_land_bad : std_logic;
     signal pa_land_qp : std_logic_vector(2 downto 0);
     signal pa_land_1h : std_logic_vector(7 downto 0);
+    signal pa_skip_slot : std_logic_vector(2 downto 0); -- the slot whose lookup stands for the WQE's check
+    signal pa_landed_ok : std_logic_vector(7 downto 0);
+    signal pa_skip_hit : std_logic;          -- the check is skipped and its slot has landed whole: the message's first requests are taken from it now
     signal pa_hit_any : std_logic;           -- a slot holds the request
     signal pa_hit : std_logic;               -- the first request is in a slot landed whole
     signal pa_wait : std_logic;              -- the first request is in a slot still landing
@@ -1706,9 +1716,15 @@ architecture rtl of card_tx_w512 is
     signal pa_s7_drop : std_logic;           -- the key is dropped: a command of its QP, a WQE of its QP starts past it, its WQE's first request went without it, its lookup failed
     signal pa_skip : std_logic := '0';       -- the WQE that started last cycle has its SGE's verdict from a slot's lookup
     signal pa_skip_sel : std_logic_vector(2 downto 0);
+    signal pa_skip_n_sel : std_logic_vector(16 downto 0);
+    signal pa_skip_run_sel : std_logic_vector(16 downto 0);
+    signal pa_skip_addr_sel : std_logic_vector(63 downto 0);
     signal pa_skip_addr : std_logic_vector(63 downto 0); -- its slot's host address (the lookup's)
     signal pa_skip_run : std_logic_vector(16 downto 0); -- ... and contiguous run
     signal pa_skip_n : std_logic_vector(16 downto 0); -- ... and bytes (the first requests' as a slot holds them)
+    signal pa_skip_addr1 : std_logic_vector(63 downto 0); -- the address past the slot's bytes
+    signal pa_skip_rest : std_logic_vector(16 downto 0); -- the run's bytes past them
+    signal pa_skip_done : std_logic;         -- the slot holds the whole run
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -2473,7 +2489,9 @@ begin
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and pub_slot;
     sched_pop <= (((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room) or sched_pop_wb;
-    turn_quick <= (sched_pop_wb and ctx_ahead) and b2l(sched_rd /= cur_qp);
+    turn_same <= in_state11 and b2l(sched_rd = cur_qp);
+    eng_ld <= mux(turn_same, eng_wb_data, eng_rd);
+    turn_quick <= (sched_pop_wb and ctx_ahead) and (b2l(sched_rd /= cur_qp) or (not prot_err));
     ctx_load <= in_state2 or turn_quick;
     sched_take <= in_state1 or turn_quick;
     ctx_load_qp <= mux(in_state11, sched_rd, cur_qp);
@@ -2663,7 +2681,7 @@ begin
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = ctx_load_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = ctx_load_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
-    ctx_next_ld <= eng_rd(127 downto 112);
+    ctx_next_ld <= eng_ld(127 downto 112);
     cur_live <= b2l(cur_state = "01");
     cur_error <= b2l(cur_state = "10");
     h_opcode <= wqe_hdr(7 downto 0);
@@ -2984,6 +3002,7 @@ begin
     g_piece_done <= g_req_go and mux(g_req_slot, b2l(g_req_slot_n = g_n), g_req_whole);
     g_reuse <= (ck_verdict and b2l(h_nsge = "00001")) and (not (or s_chk_fault));
     g_skip_check <= chk_skip;
+    g_skip_hit <= chk_skip_hit;
     g_off_next <= mux(g_req_slot, std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_slot_n))), std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_page_n))));
     g_looked <= g_ok or g_reuse;
     g_opened <= g_looked or g_skip_check;
@@ -3341,6 +3360,17 @@ begin
     pa_land_bad <= (pa_land_err or rd_terr) or rd_berr;
     pa_land_qp <= pa_flight0_slot;
     pa_land_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_land_qp))));
+    pa_landed_ok <= std_logic_vector'(
+        (pa_s7_landed and (not pa_s7_bad)) &
+        (pa_s6_landed and (not pa_s6_bad)) &
+        (pa_s5_landed and (not pa_s5_bad)) &
+        (pa_s4_landed and (not pa_s4_bad)) &
+        (pa_s3_landed and (not pa_s3_bad)) &
+        (pa_s2_landed and (not pa_s2_bad)) &
+        (pa_s1_landed and (not pa_s1_bad)) &
+        (pa_s0_landed and (not pa_s0_bad))
+    );
+    pa_skip_hit <= (chk_skip and (not pa_src)) and pa_landed_ok(to_integer(unsigned(pa_skip_slot)));
     pa_hit_any <= or std_logic_vector'(
         (((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed))
             and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not
@@ -3386,9 +3416,9 @@ begin
         ((((((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next)) and (pa_s7_inflight or pa_s7_landed))
             and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s7_n) = g_req_slot_n)) and pa_s7_inflight)
     ));
-    pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
-    pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
-    pa_hit_go <= pa_first_go and pa_hit_any;
+    pa_hit_sel <= mux(pa_skip_hit, pa_skip_slot, mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'("00" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111"))))))));
+    pa_first_go <= ((g_req_first and (not rsp_mode)) and g_req_go) or pa_skip_hit;
+    pa_hit_go <= (((g_req_first and (not rsp_mode)) and g_req_go) and pa_hit_any) or pa_skip_hit;
     pa_hit_qp <= pa_hit_sel;
     pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_hit_qp))));
     pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(2), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s7_n, pa_s6_n), mux(pa_use_slot(0), pa_s5_n, pa_s4_n)), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n)))) - unsigned'("000000000000001"));
@@ -3468,29 +3498,36 @@ begin
     );
     pa_s0_new <= pa_look_go and b2l(pa_free_sel = "000");
     pa_s0_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s0_idx));
-    pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
+    pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
     pa_s1_new <= pa_look_go and b2l(pa_free_sel = "001");
     pa_s1_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s1_idx));
-    pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
+    pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
     pa_s2_new <= pa_look_go and b2l(pa_free_sel = "010");
     pa_s2_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s2_idx));
-    pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
+    pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
     pa_s3_new <= pa_look_go and b2l(pa_free_sel = "011");
     pa_s3_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s3_idx));
-    pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
+    pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
     pa_s4_new <= pa_look_go and b2l(pa_free_sel = "100");
     pa_s4_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s4_idx));
-    pa_s4_drop <= (not (pa_src and pa_use_1h(4))) and ((((cmd_go and b2l(pa_s4_qp = cmd_num)) or (((wqe_go and b2l(pa_s4_qp = cur_qp)) and (or pa_s4_behind)) and (not pa_s4_behind(15)))) or ((pa_first_go and ((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(4))))) or ((pa_verdict and pa_cur_1h(4)) and (not pa_verdict_ok)));
+    pa_s4_drop <= (not (pa_src and pa_use_1h(4))) and ((((cmd_go and b2l(pa_s4_qp = cmd_num)) or (((wqe_go and b2l(pa_s4_qp = cur_qp)) and (or pa_s4_behind)) and (not pa_s4_behind(15)))) or ((pa_first_go and ((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(4))))) or ((pa_verdict and pa_cur_1h(4)) and (not pa_verdict_ok)));
     pa_s5_new <= pa_look_go and b2l(pa_free_sel = "101");
     pa_s5_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s5_idx));
-    pa_s5_drop <= (not (pa_src and pa_use_1h(5))) and ((((cmd_go and b2l(pa_s5_qp = cmd_num)) or (((wqe_go and b2l(pa_s5_qp = cur_qp)) and (or pa_s5_behind)) and (not pa_s5_behind(15)))) or ((pa_first_go and ((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(5))))) or ((pa_verdict and pa_cur_1h(5)) and (not pa_verdict_ok)));
+    pa_s5_drop <= (not (pa_src and pa_use_1h(5))) and ((((cmd_go and b2l(pa_s5_qp = cmd_num)) or (((wqe_go and b2l(pa_s5_qp = cur_qp)) and (or pa_s5_behind)) and (not pa_s5_behind(15)))) or ((pa_first_go and ((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(5))))) or ((pa_verdict and pa_cur_1h(5)) and (not pa_verdict_ok)));
     pa_s6_new <= pa_look_go and b2l(pa_free_sel = "110");
     pa_s6_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s6_idx));
-    pa_s6_drop <= (not (pa_src and pa_use_1h(6))) and ((((cmd_go and b2l(pa_s6_qp = cmd_num)) or (((wqe_go and b2l(pa_s6_qp = cur_qp)) and (or pa_s6_behind)) and (not pa_s6_behind(15)))) or ((pa_first_go and ((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(6))))) or ((pa_verdict and pa_cur_1h(6)) and (not pa_verdict_ok)));
+    pa_s6_drop <= (not (pa_src and pa_use_1h(6))) and ((((cmd_go and b2l(pa_s6_qp = cmd_num)) or (((wqe_go and b2l(pa_s6_qp = cur_qp)) and (or pa_s6_behind)) and (not pa_s6_behind(15)))) or ((pa_first_go and ((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(6))))) or ((pa_verdict and pa_cur_1h(6)) and (not pa_verdict_ok)));
     pa_s7_new <= pa_look_go and b2l(pa_free_sel = "111");
     pa_s7_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s7_idx));
-    pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
+    pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not ((pa_hit_any or pa_skip_hit) and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
     pa_skip_sel <= mux((((pa_s0_alloc and pa_s0_fresh) and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and b2l(pa_s0_sge = push_blk(383 downto 256)), "000", mux((((pa_s1_alloc and pa_s1_fresh) and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and b2l(pa_s1_sge = push_blk(383 downto 256)), "001", mux((((pa_s2_alloc and pa_s2_fresh) and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and b2l(pa_s2_sge = push_blk(383 downto 256)), "010", mux((((pa_s3_alloc and pa_s3_fresh) and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and b2l(pa_s3_sge = push_blk(383 downto 256)), "011", mux((((pa_s4_alloc and pa_s4_fresh) and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and b2l(pa_s4_sge = push_blk(383 downto 256)), "100", mux((((pa_s5_alloc and pa_s5_fresh) and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and b2l(pa_s5_sge = push_blk(383 downto 256)), "101", mux((((pa_s6_alloc and pa_s6_fresh) and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and b2l(pa_s6_sge = push_blk(383 downto 256)), "110", "111")))))));
+    pa_skip_n_sel <= std_logic_vector'(
+        "00" &
+        mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_n, pa_s6_n), mux(pa_skip_sel(0), pa_s5_n, pa_s4_n)),
+            mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_n, pa_s2_n), mux(pa_skip_sel(0), pa_s1_n, pa_s0_n)))
+    );
+    pa_skip_run_sel <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_run, pa_s6_run), mux(pa_skip_sel(0), pa_s5_run, pa_s4_run)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_run, pa_s2_run), mux(pa_skip_sel(0), pa_s1_run, pa_s0_run)));
+    pa_skip_addr_sel <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_addr, pa_s6_addr), mux(pa_skip_sel(0), pa_s5_addr, pa_s4_addr)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_addr, pa_s2_addr), mux(pa_skip_sel(0), pa_s1_addr, pa_s0_addr)));
     pa_g_hit <= pa_hit;
     pa_g_wait <= pa_wait;
     pa_g_src <= pa_src;
@@ -3508,7 +3545,7 @@ begin
     fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
     ddp_s_last <= mux(pay_from_buf, fq0_last, pk_last);
     ddp_s_last_go <= ddp_s_go and ddp_s_last;
-    msg_len <= mux(pay_from_buf, std_logic_vector'(x"0000" & pay_len), g_total);
+    msg_len <= mux(pay_from_buf, std_logic_vector'(x"0000" & pay_len), mux(chk_skip, chk_skip_len, g_total));
     no_payload <= b2l(msg_len = x"00000000");
     m_chk_valid <= (ck_req or g_look) or pa_chk_v;
     m_chk_stag <= mux(ck_req or g_look, g_sge_lkey, pa_cq0_lkey);
@@ -3784,10 +3821,14 @@ begin
     chk_skip_addr <= pa_skip_addr;
     chk_skip_run <= pa_skip_run;
     chk_skip_n <= pa_skip_n;
+    chk_skip_hit <= pa_skip_hit;
+    chk_skip_addr1 <= pa_skip_addr1;
+    chk_skip_rest <= pa_skip_rest;
+    chk_skip_done <= pa_skip_done;
     wqe_on_chip <= one_bb or wb_rest_ahead;
     hdr_on <= not (((wf_now or wait_read) or wqe_malformed) or (ret_or_flush and (not sent_full)));
     chk_skip <= ((in_state5 and chk_skip_ok) and hdr_on) and wqe_on_chip;
-    ddp_desc_early <= ((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip;
+    ddp_desc_early <= (((((in_state5 and hdr_on) and (not ret_or_flush)) and pay_from_buf) and (not op_mop)) and wqe_on_chip) or chk_skip;
     drain_skip_ok <= (not gf_fault) and (msg_done or msg_last_hdr_gather);
     drain_skip <= feed_end and drain_skip_ok;
     drain_early <= (((in_state10 or drain_skip) and msg_last_hdr_gather) and (not msg_done)) and (not gf_fault);
@@ -4779,7 +4820,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_sq_ci <= eng_rd(15 downto 0);
+                cur_sq_ci <= eng_ld(15 downto 0);
             end if;
         end if;
     end process;
@@ -4886,7 +4927,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rreq_used <= eng_rd(142 downto 138);
+                cur_rreq_used <= eng_ld(142 downto 138);
             end if;
         end if;
     end process;
@@ -4895,7 +4936,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_walk <= eng_rd(143);
+                cur_walk <= eng_ld(143);
             end if;
         end if;
     end process;
@@ -4904,7 +4945,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rmsn <= eng_rd(111 downto 80);
+                cur_rmsn <= eng_ld(111 downto 80);
             end if;
         end if;
     end process;
@@ -4922,7 +4963,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_orq <= eng_rd(132 downto 128);
+                cur_orq <= eng_ld(132 downto 128);
             end if;
         end if;
     end process;
@@ -4949,7 +4990,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rdone_used <= mux(b2l(eng_rd(132 downto 128) = "00000"), rdone_now, eng_rd(137 downto 133));
+                cur_rdone_used <= mux(b2l(eng_ld(132 downto 128) = "00000"), rdone_now, eng_ld(137 downto 133));
             end if;
         end if;
     end process;
@@ -4958,7 +4999,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or in_state3) = '1' then
-                cur_end_seen <= mux(ctx_load, eng_rd(149), cur_end_seen or cur_end);
+                cur_end_seen <= mux(ctx_load, eng_ld(149), cur_end_seen or cur_end);
             end if;
         end if;
     end process;
@@ -4967,7 +5008,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or in_state3) = '1' then
-                cur_end_flush <= mux(ctx_load, eng_rd(148 downto 144), end_flush_now);
+                cur_end_flush <= mux(ctx_load, eng_ld(148 downto 144), end_flush_now);
             end if;
         end if;
     end process;
@@ -5693,7 +5734,7 @@ begin
             if rst = '1' then
                 g_ph <= "00";
             else
-                g_ph <= mux(fetch_go, "00", mux(g_reuse or g_skip_check, "11", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
+                g_ph <= mux(fetch_go, "00", mux(g_reuse or g_skip_check, mux(g_skip_hit and chk_skip_done, "01", "11"), mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph)))))));
             end if;
         end if;
     end process;
@@ -5712,8 +5753,8 @@ begin
     g_off_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((fetch_go or g_skip) or g_req_go) = '1' then
-                g_off <= mux(fetch_go or g_skip, x"00000000", g_off_next);
+            if (((fetch_go or g_skip) or g_req_go) or g_skip_hit) = '1' then
+                g_off <= mux(fetch_go or g_skip, x"00000000", mux(g_skip_hit, std_logic_vector'("000000000000000" & chk_skip_n), g_off_next));
             end if;
         end if;
     end process;
@@ -5722,7 +5763,7 @@ begin
     begin
         if rising_edge(clk) then
             if (g_opened or g_req_go) = '1' then
-                g_addr <= mux(g_opened, mux(g_skip_check, chk_skip_addr, s_chk_addr), g_addr_next);
+                g_addr <= mux(g_opened, mux(g_skip_check, mux(g_skip_hit, chk_skip_addr1, chk_skip_addr), s_chk_addr), g_addr_next);
             end if;
         end if;
     end process;
@@ -5731,7 +5772,7 @@ begin
     begin
         if rising_edge(clk) then
             if (g_opened or g_req_go) = '1' then
-                g_n <= mux(g_opened, mux(g_skip_check, chk_skip_run, g_run_cap), mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
+                g_n <= mux(g_opened, mux(g_skip_check, mux(g_skip_hit, chk_skip_rest, chk_skip_run), g_run_cap), mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
             end if;
         end if;
     end process;
@@ -5761,8 +5802,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 g_req <= x"00000000";
-            elsif (fetch_go or g_req_go) = '1' then
-                g_req <= mux(fetch_go, x"00000000", g_req_next);
+            elsif ((fetch_go or g_req_go) or g_skip_hit) = '1' then
+                g_req <= mux(fetch_go, x"00000000", mux(g_skip_hit, std_logic_vector'("000000000000000" & chk_skip_n), g_req_next));
             end if;
         end if;
     end process;
@@ -9736,25 +9777,49 @@ begin
     pa_skip_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_skip_addr <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_addr, pa_s6_addr), mux(pa_skip_sel(0), pa_s5_addr, pa_s4_addr)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_addr, pa_s2_addr), mux(pa_skip_sel(0), pa_s1_addr, pa_s0_addr)));
+            pa_skip_addr <= pa_skip_addr_sel;
         end if;
     end process;
 
     pa_skip_run_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_skip_run <= mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_run, pa_s6_run), mux(pa_skip_sel(0), pa_s5_run, pa_s4_run)), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_run, pa_s2_run), mux(pa_skip_sel(0), pa_s1_run, pa_s0_run)));
+            pa_skip_run <= pa_skip_run_sel;
         end if;
     end process;
 
     pa_skip_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            pa_skip_n <= std_logic_vector'(
-                "00" &
-                mux(pa_skip_sel(2), mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s7_n, pa_s6_n), mux(pa_skip_sel(0), pa_s5_n, pa_s4_n)),
-                    mux(pa_skip_sel(1), mux(pa_skip_sel(0), pa_s3_n, pa_s2_n), mux(pa_skip_sel(0), pa_s1_n, pa_s0_n)))
-            );
+            pa_skip_n <= pa_skip_n_sel;
+        end if;
+    end process;
+
+    pa_skip_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_slot <= mux((((pa_s0_alloc and pa_s0_fresh) and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and b2l(pa_s0_sge = push_blk(383 downto 256)), "000", mux((((pa_s1_alloc and pa_s1_fresh) and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and b2l(pa_s1_sge = push_blk(383 downto 256)), "001", mux((((pa_s2_alloc and pa_s2_fresh) and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and b2l(pa_s2_sge = push_blk(383 downto 256)), "010", mux((((pa_s3_alloc and pa_s3_fresh) and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and b2l(pa_s3_sge = push_blk(383 downto 256)), "011", mux((((pa_s4_alloc and pa_s4_fresh) and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and b2l(pa_s4_sge = push_blk(383 downto 256)), "100", mux((((pa_s5_alloc and pa_s5_fresh) and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and b2l(pa_s5_sge = push_blk(383 downto 256)), "101", mux((((pa_s6_alloc and pa_s6_fresh) and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and b2l(pa_s6_sge = push_blk(383 downto 256)), "110", "111")))))));
+        end if;
+    end process;
+
+    pa_skip_addr1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_addr1 <= std_logic_vector(unsigned(pa_skip_addr_sel) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & pa_skip_n_sel)));
+        end if;
+    end process;
+
+    pa_skip_rest_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_rest <= std_logic_vector(unsigned(pa_skip_run_sel) - unsigned(pa_skip_n_sel));
+        end if;
+    end process;
+
+    pa_skip_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pa_skip_done <= b2l(pa_skip_run_sel = pa_skip_n_sel);
         end if;
     end process;
 
@@ -9828,7 +9893,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or fpdu_new) = '1' then
-                f_off <= mux(ctx_load, eng_rd(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
+                f_off <= mux(ctx_load, eng_ld(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
             end if;
         end if;
     end process;
@@ -12807,7 +12872,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_msn <= eng_rd(79 downto 48);
+                cur_msn <= eng_ld(79 downto 48);
             end if;
         end if;
     end process;

@@ -400,7 +400,9 @@ module card_tx_w64 (
     reg            sched_head_ok;            // the FIFO held an entry last cycle: its read data is the head's
     wire           ctx_ahead_rd;             // txDrain's last cycle: the head QP's context is read for txWB
     reg            ctx_ahead;                // the head QP's context was read last cycle
-    wire           turn_quick;               // txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    wire           turn_same;                // txWB: the head QP is the engine's own
+    wire [149:0]   eng_ld;                   // the loading QP's engine state
+    wire           turn_quick;               // txWB takes the next QP's context (txCtx's loads; for its own QP, eng from the write-back) and goes to txDecide
     wire           ctx_load;                 // the engine's context registers take the QP's context
     wire           sched_take;               // the popped QP becomes the engine's
     wire [9:0]     ctx_load_qp;              // the QP whose context is loaded (txWB: the one it may take)
@@ -2347,7 +2349,9 @@ module card_tx_w64 (
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop_wb = (((in_state11 & ~sched_empty) & ~cmd_valid) & ~s_term_valid) & pub_slot;
     assign sched_pop = (((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room) | sched_pop_wb;
-    assign turn_quick = (sched_pop_wb & ctx_ahead) & (sched_rd != cur_qp);
+    assign turn_same = in_state11 & (sched_rd == cur_qp);
+    assign eng_ld = turn_same ? eng_wb_data : eng_rd;
+    assign turn_quick = (sched_pop_wb & ctx_ahead) & ((sched_rd != cur_qp) | ~prot_err);
     assign ctx_load = in_state2 | turn_quick;
     assign sched_take = in_state1 | turn_quick;
     assign ctx_load_qp = in_state11 ? sched_rd : cur_qp;
@@ -2537,7 +2541,7 @@ module card_tx_w64 (
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == ctx_load_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == ctx_load_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
-    assign ctx_next_ld = eng_rd[127:112];
+    assign ctx_next_ld = eng_ld[127:112];
     assign cur_live = cur_state == 2'h1;
     assign cur_error = cur_state == 2'h2;
     assign h_opcode = wqe_hdr[7:0];
@@ -3168,8 +3172,8 @@ module card_tx_w64 (
             == g_addr)) & ({4'h0, pa_s7_n} == g_req_slot_n)) & pa_s7_inflight
     };
     assign pa_hit_sel = (((((((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next)) & (pa_s0_inflight | pa_s0_landed)) & (pa_s0_addr == g_addr)) & ({4'h0, pa_s0_n} == g_req_slot_n)) & pa_s0_landed) & ~pa_s0_bad) ? 3'h0 : ((((((((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next)) & (pa_s1_inflight | pa_s1_landed)) & (pa_s1_addr == g_addr)) & ({4'h0, pa_s1_n} == g_req_slot_n)) & pa_s1_landed) & ~pa_s1_bad) ? 3'h1 : ((((((((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next)) & (pa_s2_inflight | pa_s2_landed)) & (pa_s2_addr == g_addr)) & ({4'h0, pa_s2_n} == g_req_slot_n)) & pa_s2_landed) & ~pa_s2_bad) ? 3'h2 : ((((((((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next)) & (pa_s3_inflight | pa_s3_landed)) & (pa_s3_addr == g_addr)) & ({4'h0, pa_s3_n} == g_req_slot_n)) & pa_s3_landed) & ~pa_s3_bad) ? 3'h3 : ((((((((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next)) & (pa_s4_inflight | pa_s4_landed)) & (pa_s4_addr == g_addr)) & ({4'h0, pa_s4_n} == g_req_slot_n)) & pa_s4_landed) & ~pa_s4_bad) ? 3'h4 : ((((((((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next)) & (pa_s5_inflight | pa_s5_landed)) & (pa_s5_addr == g_addr)) & ({4'h0, pa_s5_n} == g_req_slot_n)) & pa_s5_landed) & ~pa_s5_bad) ? 3'h5 : ((((((((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next)) & (pa_s6_inflight | pa_s6_landed)) & (pa_s6_addr == g_addr)) & ({4'h0, pa_s6_n} == g_req_slot_n)) & pa_s6_landed) & ~pa_s6_bad) ? 3'h6 : 3'h7))))));
-    assign pa_first_go = (g_req_first & ~rsp_mode) & g_req_go;
-    assign pa_hit_go = pa_first_go & pa_hit_any;
+    assign pa_first_go = ((g_req_first & ~rsp_mode) & g_req_go) | 1'h0;
+    assign pa_hit_go = (((g_req_first & ~rsp_mode) & g_req_go) & pa_hit_any) | 1'h0;
     assign pa_hit_qp = pa_hit_sel;
     assign pa_hit_1h = {{7{1'b0}}, 1'b1} << pa_hit_qp;
     assign pa_use_n = (pa_use_slot[2] ? (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s7_n : pa_s6_n) : (pa_use_slot[0] ? pa_s5_n : pa_s4_n)) : (pa_use_slot[1] ? (pa_use_slot[0] ? pa_s3_n : pa_s2_n) : (pa_use_slot[0] ? pa_s1_n : pa_s0_n))) - 13'h0001;
@@ -3190,28 +3194,28 @@ module card_tx_w64 (
     };
     assign pa_s0_new = pa_look_go & (pa_free_sel == 3'h0);
     assign pa_s0_behind = cur_sq_next - pa_s0_idx;
-    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
+    assign pa_s0_drop = ~(pa_src & pa_use_1h[0]) & ((((cmd_go & (pa_s0_qp == cmd_num)) | (((wqe_go & (pa_s0_qp == cur_qp)) & |pa_s0_behind) & ~pa_s0_behind[15])) | ((pa_first_go & ((pa_s0_alloc & (pa_s0_qp == cur_qp)) & (pa_s0_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[0]))) | ((pa_verdict & pa_cur_1h[0]) & ~pa_verdict_ok));
     assign pa_s1_new = pa_look_go & (pa_free_sel == 3'h1);
     assign pa_s1_behind = cur_sq_next - pa_s1_idx;
-    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
+    assign pa_s1_drop = ~(pa_src & pa_use_1h[1]) & ((((cmd_go & (pa_s1_qp == cmd_num)) | (((wqe_go & (pa_s1_qp == cur_qp)) & |pa_s1_behind) & ~pa_s1_behind[15])) | ((pa_first_go & ((pa_s1_alloc & (pa_s1_qp == cur_qp)) & (pa_s1_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[1]))) | ((pa_verdict & pa_cur_1h[1]) & ~pa_verdict_ok));
     assign pa_s2_new = pa_look_go & (pa_free_sel == 3'h2);
     assign pa_s2_behind = cur_sq_next - pa_s2_idx;
-    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
+    assign pa_s2_drop = ~(pa_src & pa_use_1h[2]) & ((((cmd_go & (pa_s2_qp == cmd_num)) | (((wqe_go & (pa_s2_qp == cur_qp)) & |pa_s2_behind) & ~pa_s2_behind[15])) | ((pa_first_go & ((pa_s2_alloc & (pa_s2_qp == cur_qp)) & (pa_s2_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[2]))) | ((pa_verdict & pa_cur_1h[2]) & ~pa_verdict_ok));
     assign pa_s3_new = pa_look_go & (pa_free_sel == 3'h3);
     assign pa_s3_behind = cur_sq_next - pa_s3_idx;
-    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
+    assign pa_s3_drop = ~(pa_src & pa_use_1h[3]) & ((((cmd_go & (pa_s3_qp == cmd_num)) | (((wqe_go & (pa_s3_qp == cur_qp)) & |pa_s3_behind) & ~pa_s3_behind[15])) | ((pa_first_go & ((pa_s3_alloc & (pa_s3_qp == cur_qp)) & (pa_s3_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[3]))) | ((pa_verdict & pa_cur_1h[3]) & ~pa_verdict_ok));
     assign pa_s4_new = pa_look_go & (pa_free_sel == 3'h4);
     assign pa_s4_behind = cur_sq_next - pa_s4_idx;
-    assign pa_s4_drop = ~(pa_src & pa_use_1h[4]) & ((((cmd_go & (pa_s4_qp == cmd_num)) | (((wqe_go & (pa_s4_qp == cur_qp)) & |pa_s4_behind) & ~pa_s4_behind[15])) | ((pa_first_go & ((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[4]))) | ((pa_verdict & pa_cur_1h[4]) & ~pa_verdict_ok));
+    assign pa_s4_drop = ~(pa_src & pa_use_1h[4]) & ((((cmd_go & (pa_s4_qp == cmd_num)) | (((wqe_go & (pa_s4_qp == cur_qp)) & |pa_s4_behind) & ~pa_s4_behind[15])) | ((pa_first_go & ((pa_s4_alloc & (pa_s4_qp == cur_qp)) & (pa_s4_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[4]))) | ((pa_verdict & pa_cur_1h[4]) & ~pa_verdict_ok));
     assign pa_s5_new = pa_look_go & (pa_free_sel == 3'h5);
     assign pa_s5_behind = cur_sq_next - pa_s5_idx;
-    assign pa_s5_drop = ~(pa_src & pa_use_1h[5]) & ((((cmd_go & (pa_s5_qp == cmd_num)) | (((wqe_go & (pa_s5_qp == cur_qp)) & |pa_s5_behind) & ~pa_s5_behind[15])) | ((pa_first_go & ((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[5]))) | ((pa_verdict & pa_cur_1h[5]) & ~pa_verdict_ok));
+    assign pa_s5_drop = ~(pa_src & pa_use_1h[5]) & ((((cmd_go & (pa_s5_qp == cmd_num)) | (((wqe_go & (pa_s5_qp == cur_qp)) & |pa_s5_behind) & ~pa_s5_behind[15])) | ((pa_first_go & ((pa_s5_alloc & (pa_s5_qp == cur_qp)) & (pa_s5_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[5]))) | ((pa_verdict & pa_cur_1h[5]) & ~pa_verdict_ok));
     assign pa_s6_new = pa_look_go & (pa_free_sel == 3'h6);
     assign pa_s6_behind = cur_sq_next - pa_s6_idx;
-    assign pa_s6_drop = ~(pa_src & pa_use_1h[6]) & ((((cmd_go & (pa_s6_qp == cmd_num)) | (((wqe_go & (pa_s6_qp == cur_qp)) & |pa_s6_behind) & ~pa_s6_behind[15])) | ((pa_first_go & ((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[6]))) | ((pa_verdict & pa_cur_1h[6]) & ~pa_verdict_ok));
+    assign pa_s6_drop = ~(pa_src & pa_use_1h[6]) & ((((cmd_go & (pa_s6_qp == cmd_num)) | (((wqe_go & (pa_s6_qp == cur_qp)) & |pa_s6_behind) & ~pa_s6_behind[15])) | ((pa_first_go & ((pa_s6_alloc & (pa_s6_qp == cur_qp)) & (pa_s6_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[6]))) | ((pa_verdict & pa_cur_1h[6]) & ~pa_verdict_ok));
     assign pa_s7_new = pa_look_go & (pa_free_sel == 3'h7);
     assign pa_s7_behind = cur_sq_next - pa_s7_idx;
-    assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~(pa_hit_any & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
+    assign pa_s7_drop = ~(pa_src & pa_use_1h[7]) & ((((cmd_go & (pa_s7_qp == cmd_num)) | (((wqe_go & (pa_s7_qp == cur_qp)) & |pa_s7_behind) & ~pa_s7_behind[15])) | ((pa_first_go & ((pa_s7_alloc & (pa_s7_qp == cur_qp)) & (pa_s7_idx == cur_sq_next))) & ~((pa_hit_any | 1'h0) & pa_hit_1h[7]))) | ((pa_verdict & pa_cur_1h[7]) & ~pa_verdict_ok));
     assign pa_g_hit = pa_hit;
     assign pa_g_wait = pa_wait;
     assign pa_g_src = pa_src;
@@ -4207,7 +4211,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_sq_ci <= eng_rd[15:0];
+            cur_sq_ci <= eng_ld[15:0];
         end
     end
 
@@ -4275,19 +4279,19 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rreq_used <= eng_rd[142:138];
+            cur_rreq_used <= eng_ld[142:138];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_walk <= eng_rd[143];
+            cur_walk <= eng_ld[143];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rmsn <= eng_rd[111:80];
+            cur_rmsn <= eng_ld[111:80];
         end
     end
 
@@ -4299,7 +4303,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_orq <= eng_rd[132:128];
+            cur_orq <= eng_ld[132:128];
         end
     end
 
@@ -4317,19 +4321,19 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
+            cur_rdone_used <= (eng_ld[132:128] == 5'h00) ? rdone_now : eng_ld[137:133];
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load | in_state3) begin
-            cur_end_seen <= ctx_load ? eng_rd[149] : (cur_end_seen | cur_end);
+            cur_end_seen <= ctx_load ? eng_ld[149] : (cur_end_seen | cur_end);
         end
     end
 
     always @(posedge clk) begin
         if (ctx_load | in_state3) begin
-            cur_end_flush <= ctx_load ? eng_rd[148:144] : end_flush_now;
+            cur_end_flush <= ctx_load ? eng_ld[148:144] : end_flush_now;
         end
     end
 
@@ -4837,7 +4841,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if ((fetch_go | g_skip) | g_req_go) begin
+        if (((fetch_go | g_skip) | g_req_go) | 1'h0) begin
             g_off <= (fetch_go | g_skip) ? 32'h00000000 : g_off_next;
         end
     end
@@ -4871,7 +4875,7 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (rst) begin
             g_req <= 32'h00000000;
-        end else if (fetch_go | g_req_go) begin
+        end else if ((fetch_go | g_req_go) | 1'h0) begin
             g_req <= fetch_go ? 32'h00000000 : g_req_next;
         end
     end
@@ -7372,7 +7376,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load | fpdu_new) begin
-            f_off <= ctx_load ? eng_rd[47:16] : (f_off + {15'h0000, w_len_sel});
+            f_off <= ctx_load ? eng_ld[47:16] : (f_off + {15'h0000, w_len_sel});
         end
     end
 
@@ -9148,7 +9152,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (ctx_load) begin
-            cur_msn <= eng_rd[79:48];
+            cur_msn <= eng_ld[79:48];
         end
     end
 

@@ -431,7 +431,9 @@ architecture rtl of card_tx_w64 is
     signal sched_head_ok : std_logic := '0'; -- the FIFO held an entry last cycle: its read data is the head's
     signal ctx_ahead_rd : std_logic;         -- txDrain's last cycle: the head QP's context is read for txWB
     signal ctx_ahead : std_logic := '0';     -- the head QP's context was read last cycle
-    signal turn_quick : std_logic;           -- txWB takes the next QP's context (txCtx's loads) and goes to txDecide
+    signal turn_same : std_logic;            -- txWB: the head QP is the engine's own
+    signal eng_ld : std_logic_vector(149 downto 0); -- the loading QP's engine state
+    signal turn_quick : std_logic;           -- txWB takes the next QP's context (txCtx's loads; for its own QP, eng from the write-back) and goes to txDecide
     signal ctx_load : std_logic;             -- the engine's context registers take the QP's context
     signal sched_take : std_logic;           -- the popped QP becomes the engine's
     signal ctx_load_qp : std_logic_vector(9 downto 0); -- the QP whose context is loaded (txWB: the one it may take)
@@ -2419,7 +2421,9 @@ begin
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop_wb <= (((in_state11 and (not sched_empty)) and (not cmd_valid)) and (not s_term_valid)) and pub_slot;
     sched_pop <= (((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room) or sched_pop_wb;
-    turn_quick <= (sched_pop_wb and ctx_ahead) and b2l(sched_rd /= cur_qp);
+    turn_same <= in_state11 and b2l(sched_rd = cur_qp);
+    eng_ld <= mux(turn_same, eng_wb_data, eng_rd);
+    turn_quick <= (sched_pop_wb and ctx_ahead) and (b2l(sched_rd /= cur_qp) or (not prot_err));
     ctx_load <= in_state2 or turn_quick;
     sched_take <= in_state1 or turn_quick;
     ctx_load_qp <= mux(in_state11, sched_rd, cur_qp);
@@ -2609,7 +2613,7 @@ begin
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = ctx_load_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = ctx_load_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
-    ctx_next_ld <= eng_rd(127 downto 112);
+    ctx_next_ld <= eng_ld(127 downto 112);
     cur_live <= b2l(cur_state = "01");
     cur_error <= b2l(cur_state = "10");
     h_opcode <= wqe_hdr(7 downto 0);
@@ -3255,8 +3259,8 @@ begin
             and b2l(pa_s7_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s7_n) = g_req_slot_n)) and pa_s7_inflight)
     ));
     pa_hit_sel <= mux(((((((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next)) and (pa_s0_inflight or pa_s0_landed)) and b2l(pa_s0_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s0_n) = g_req_slot_n)) and pa_s0_landed) and (not pa_s0_bad), "000", mux(((((((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next)) and (pa_s1_inflight or pa_s1_landed)) and b2l(pa_s1_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s1_n) = g_req_slot_n)) and pa_s1_landed) and (not pa_s1_bad), "001", mux(((((((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next)) and (pa_s2_inflight or pa_s2_landed)) and b2l(pa_s2_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s2_n) = g_req_slot_n)) and pa_s2_landed) and (not pa_s2_bad), "010", mux(((((((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next)) and (pa_s3_inflight or pa_s3_landed)) and b2l(pa_s3_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s3_n) = g_req_slot_n)) and pa_s3_landed) and (not pa_s3_bad), "011", mux(((((((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next)) and (pa_s4_inflight or pa_s4_landed)) and b2l(pa_s4_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s4_n) = g_req_slot_n)) and pa_s4_landed) and (not pa_s4_bad), "100", mux(((((((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next)) and (pa_s5_inflight or pa_s5_landed)) and b2l(pa_s5_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s5_n) = g_req_slot_n)) and pa_s5_landed) and (not pa_s5_bad), "101", mux(((((((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next)) and (pa_s6_inflight or pa_s6_landed)) and b2l(pa_s6_addr = g_addr)) and b2l(std_logic_vector'(x"0" & pa_s6_n) = g_req_slot_n)) and pa_s6_landed) and (not pa_s6_bad), "110", "111")))))));
-    pa_first_go <= (g_req_first and (not rsp_mode)) and g_req_go;
-    pa_hit_go <= pa_first_go and pa_hit_any;
+    pa_first_go <= ((g_req_first and (not rsp_mode)) and g_req_go) or '0';
+    pa_hit_go <= (((g_req_first and (not rsp_mode)) and g_req_go) and pa_hit_any) or '0';
     pa_hit_qp <= pa_hit_sel;
     pa_hit_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_hit_qp))));
     pa_use_n <= std_logic_vector(unsigned(mux(pa_use_slot(2), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s7_n, pa_s6_n), mux(pa_use_slot(0), pa_s5_n, pa_s4_n)), mux(pa_use_slot(1), mux(pa_use_slot(0), pa_s3_n, pa_s2_n), mux(pa_use_slot(0), pa_s1_n, pa_s0_n)))) - unsigned'("0000000000001"));
@@ -3280,28 +3284,28 @@ begin
     );
     pa_s0_new <= pa_look_go and b2l(pa_free_sel = "000");
     pa_s0_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s0_idx));
-    pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
+    pa_s0_drop <= (not (pa_src and pa_use_1h(0))) and ((((cmd_go and b2l(pa_s0_qp = cmd_num)) or (((wqe_go and b2l(pa_s0_qp = cur_qp)) and (or pa_s0_behind)) and (not pa_s0_behind(15)))) or ((pa_first_go and ((pa_s0_alloc and b2l(pa_s0_qp = cur_qp)) and b2l(pa_s0_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(0))))) or ((pa_verdict and pa_cur_1h(0)) and (not pa_verdict_ok)));
     pa_s1_new <= pa_look_go and b2l(pa_free_sel = "001");
     pa_s1_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s1_idx));
-    pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
+    pa_s1_drop <= (not (pa_src and pa_use_1h(1))) and ((((cmd_go and b2l(pa_s1_qp = cmd_num)) or (((wqe_go and b2l(pa_s1_qp = cur_qp)) and (or pa_s1_behind)) and (not pa_s1_behind(15)))) or ((pa_first_go and ((pa_s1_alloc and b2l(pa_s1_qp = cur_qp)) and b2l(pa_s1_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(1))))) or ((pa_verdict and pa_cur_1h(1)) and (not pa_verdict_ok)));
     pa_s2_new <= pa_look_go and b2l(pa_free_sel = "010");
     pa_s2_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s2_idx));
-    pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
+    pa_s2_drop <= (not (pa_src and pa_use_1h(2))) and ((((cmd_go and b2l(pa_s2_qp = cmd_num)) or (((wqe_go and b2l(pa_s2_qp = cur_qp)) and (or pa_s2_behind)) and (not pa_s2_behind(15)))) or ((pa_first_go and ((pa_s2_alloc and b2l(pa_s2_qp = cur_qp)) and b2l(pa_s2_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(2))))) or ((pa_verdict and pa_cur_1h(2)) and (not pa_verdict_ok)));
     pa_s3_new <= pa_look_go and b2l(pa_free_sel = "011");
     pa_s3_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s3_idx));
-    pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
+    pa_s3_drop <= (not (pa_src and pa_use_1h(3))) and ((((cmd_go and b2l(pa_s3_qp = cmd_num)) or (((wqe_go and b2l(pa_s3_qp = cur_qp)) and (or pa_s3_behind)) and (not pa_s3_behind(15)))) or ((pa_first_go and ((pa_s3_alloc and b2l(pa_s3_qp = cur_qp)) and b2l(pa_s3_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(3))))) or ((pa_verdict and pa_cur_1h(3)) and (not pa_verdict_ok)));
     pa_s4_new <= pa_look_go and b2l(pa_free_sel = "100");
     pa_s4_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s4_idx));
-    pa_s4_drop <= (not (pa_src and pa_use_1h(4))) and ((((cmd_go and b2l(pa_s4_qp = cmd_num)) or (((wqe_go and b2l(pa_s4_qp = cur_qp)) and (or pa_s4_behind)) and (not pa_s4_behind(15)))) or ((pa_first_go and ((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(4))))) or ((pa_verdict and pa_cur_1h(4)) and (not pa_verdict_ok)));
+    pa_s4_drop <= (not (pa_src and pa_use_1h(4))) and ((((cmd_go and b2l(pa_s4_qp = cmd_num)) or (((wqe_go and b2l(pa_s4_qp = cur_qp)) and (or pa_s4_behind)) and (not pa_s4_behind(15)))) or ((pa_first_go and ((pa_s4_alloc and b2l(pa_s4_qp = cur_qp)) and b2l(pa_s4_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(4))))) or ((pa_verdict and pa_cur_1h(4)) and (not pa_verdict_ok)));
     pa_s5_new <= pa_look_go and b2l(pa_free_sel = "101");
     pa_s5_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s5_idx));
-    pa_s5_drop <= (not (pa_src and pa_use_1h(5))) and ((((cmd_go and b2l(pa_s5_qp = cmd_num)) or (((wqe_go and b2l(pa_s5_qp = cur_qp)) and (or pa_s5_behind)) and (not pa_s5_behind(15)))) or ((pa_first_go and ((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(5))))) or ((pa_verdict and pa_cur_1h(5)) and (not pa_verdict_ok)));
+    pa_s5_drop <= (not (pa_src and pa_use_1h(5))) and ((((cmd_go and b2l(pa_s5_qp = cmd_num)) or (((wqe_go and b2l(pa_s5_qp = cur_qp)) and (or pa_s5_behind)) and (not pa_s5_behind(15)))) or ((pa_first_go and ((pa_s5_alloc and b2l(pa_s5_qp = cur_qp)) and b2l(pa_s5_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(5))))) or ((pa_verdict and pa_cur_1h(5)) and (not pa_verdict_ok)));
     pa_s6_new <= pa_look_go and b2l(pa_free_sel = "110");
     pa_s6_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s6_idx));
-    pa_s6_drop <= (not (pa_src and pa_use_1h(6))) and ((((cmd_go and b2l(pa_s6_qp = cmd_num)) or (((wqe_go and b2l(pa_s6_qp = cur_qp)) and (or pa_s6_behind)) and (not pa_s6_behind(15)))) or ((pa_first_go and ((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(6))))) or ((pa_verdict and pa_cur_1h(6)) and (not pa_verdict_ok)));
+    pa_s6_drop <= (not (pa_src and pa_use_1h(6))) and ((((cmd_go and b2l(pa_s6_qp = cmd_num)) or (((wqe_go and b2l(pa_s6_qp = cur_qp)) and (or pa_s6_behind)) and (not pa_s6_behind(15)))) or ((pa_first_go and ((pa_s6_alloc and b2l(pa_s6_qp = cur_qp)) and b2l(pa_s6_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(6))))) or ((pa_verdict and pa_cur_1h(6)) and (not pa_verdict_ok)));
     pa_s7_new <= pa_look_go and b2l(pa_free_sel = "111");
     pa_s7_behind <= std_logic_vector(unsigned(cur_sq_next) - unsigned(pa_s7_idx));
-    pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not (pa_hit_any and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
+    pa_s7_drop <= (not (pa_src and pa_use_1h(7))) and ((((cmd_go and b2l(pa_s7_qp = cmd_num)) or (((wqe_go and b2l(pa_s7_qp = cur_qp)) and (or pa_s7_behind)) and (not pa_s7_behind(15)))) or ((pa_first_go and ((pa_s7_alloc and b2l(pa_s7_qp = cur_qp)) and b2l(pa_s7_idx = cur_sq_next))) and (not ((pa_hit_any or '0') and pa_hit_1h(7))))) or ((pa_verdict and pa_cur_1h(7)) and (not pa_verdict_ok)));
     pa_g_hit <= pa_hit;
     pa_g_wait <= pa_wait;
     pa_g_src <= pa_src;
@@ -4575,7 +4579,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_sq_ci <= eng_rd(15 downto 0);
+                cur_sq_ci <= eng_ld(15 downto 0);
             end if;
         end if;
     end process;
@@ -4682,7 +4686,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rreq_used <= eng_rd(142 downto 138);
+                cur_rreq_used <= eng_ld(142 downto 138);
             end if;
         end if;
     end process;
@@ -4691,7 +4695,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_walk <= eng_rd(143);
+                cur_walk <= eng_ld(143);
             end if;
         end if;
     end process;
@@ -4700,7 +4704,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rmsn <= eng_rd(111 downto 80);
+                cur_rmsn <= eng_ld(111 downto 80);
             end if;
         end if;
     end process;
@@ -4718,7 +4722,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_orq <= eng_rd(132 downto 128);
+                cur_orq <= eng_ld(132 downto 128);
             end if;
         end if;
     end process;
@@ -4745,7 +4749,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_rdone_used <= mux(b2l(eng_rd(132 downto 128) = "00000"), rdone_now, eng_rd(137 downto 133));
+                cur_rdone_used <= mux(b2l(eng_ld(132 downto 128) = "00000"), rdone_now, eng_ld(137 downto 133));
             end if;
         end if;
     end process;
@@ -4754,7 +4758,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or in_state3) = '1' then
-                cur_end_seen <= mux(ctx_load, eng_rd(149), cur_end_seen or cur_end);
+                cur_end_seen <= mux(ctx_load, eng_ld(149), cur_end_seen or cur_end);
             end if;
         end if;
     end process;
@@ -4763,7 +4767,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or in_state3) = '1' then
-                cur_end_flush <= mux(ctx_load, eng_rd(148 downto 144), end_flush_now);
+                cur_end_flush <= mux(ctx_load, eng_ld(148 downto 144), end_flush_now);
             end if;
         end if;
     end process;
@@ -5502,7 +5506,7 @@ begin
     g_off_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((fetch_go or g_skip) or g_req_go) = '1' then
+            if (((fetch_go or g_skip) or g_req_go) or '0') = '1' then
                 g_off <= mux(fetch_go or g_skip, x"00000000", g_off_next);
             end if;
         end if;
@@ -5551,7 +5555,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 g_req <= x"00000000";
-            elsif (fetch_go or g_req_go) = '1' then
+            elsif ((fetch_go or g_req_go) or '0') = '1' then
                 g_req <= mux(fetch_go, x"00000000", g_req_next);
             end if;
         end if;
@@ -9339,7 +9343,7 @@ begin
     begin
         if rising_edge(clk) then
             if (ctx_load or fpdu_new) = '1' then
-                f_off <= mux(ctx_load, eng_rd(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
+                f_off <= mux(ctx_load, eng_ld(47 downto 16), std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel))));
             end if;
         end if;
     end process;
@@ -12318,7 +12322,7 @@ begin
     begin
         if rising_edge(clk) then
             if ctx_load = '1' then
-                cur_msn <= eng_rd(79 downto 48);
+                cur_msn <= eng_ld(79 downto 48);
             end if;
         end if;
     end process;
