@@ -1091,10 +1091,11 @@ func CardTx(width int) (*Module, error) {
 		skipHit = m.Wire("chk_skip_hit", 1, "... and its slot has landed whole: its first requests are taken now")
 		skipAddr1, skipRest, skipDone = m.Wire("chk_skip_addr1", 64, ""), m.Wire("chk_skip_rest", 17, ""), m.Wire("chk_skip_done", 1, "")
 	}
+	ckPiece, ckSlotN := cardTxVerdictBytes(m, ckAddr, ckRun, L)
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, preRd: preRd, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
-		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
+		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkPiece: ckPiece, chkSlotN: ckSlotN,
 		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep,
 		skip: skipGo, skipAddr: skipAddr, skipRun: skipRun, skipN: skipN, skipLen: skipLen,
 		skipHit: skipHit, skipAddr1: skipAddr1, skipRest: skipRest, skipDone: skipDone})
@@ -1140,7 +1141,7 @@ func CardTx(width int) (*Module, error) {
 		create: create, cmdGo: cmdGo, qpNum: qpNum, qpPD: qpPD,
 		cur: cur, cNext: cNext, wqeGo: goWQE, start: goAny,
 		reqAsk: And(ga.firstAsk, Not(rsp)), reqAddr: ga.reqAddr, reqN: ga.reqN, reqGo: ga.reqGo, take: ga.slotTake,
-		chkFree: Not(ga.chkV), chkReady: ckReqR, chkValid: ckV, chkTag: ckRTag, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun,
+		chkFree: Not(ga.chkV), chkReady: ckReqR, chkValid: ckV, chkTag: ckRTag, chkFault: ckFault, chkAddr: ckAddr, chkPiece: ckPiece, chkSlotN: ckSlotN,
 		rdGrant: paGrant, rdHold: ga.reqMore, rdValid: rdValidAll, rdTag: rdTag, rdData: rdData, rdLast: rdLast, rdErr: rdErr, rdB: rdBErr,
 		reuse: W == 512, tblWr: tblWr, decide: early, decHdr: decHdr, decSGE: Bits(pblk, 383, 256), skipGo: skipGo})
 	unused = append(unused, pa.unused...)

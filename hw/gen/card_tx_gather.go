@@ -44,7 +44,9 @@ type txGatherIn struct {
 	chkReady         *Signal // placement's s_chk_ready
 	chkValid         *Signal // a verdict from placement (s_chk_valid of card_tx)
 	chkFault         *Signal
-	chkAddr, chkRun  *Signal
+	chkAddr          *Signal
+	chkPiece         *Signal // cardTxVerdictBytes of the verdict: its first piece
+	chkSlotN         *Signal // ... and the bytes of it a payload slot holds
 	// The payload read ahead (card_tx_payahead.go): the message's first
 	// request in one of its slots.
 	slotHit, slotWait Expr // landed whole (the request is taken from it) / still landing (the request waits)
@@ -214,7 +216,7 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	gLookGo := m.WireOf("g_look_go", And(gLook, g.chkReady), "")
 	gV := m.WireOf("g_verdict", And(ph(2), g.chkValid), "")
 	gOK := m.WireOf("g_ok", And(gV, Not(RedOr(g.chkFault))), "")
-	runCap := m.WireOf("g_run_cap", Sel(Lt(g.chkRun, C(32, cardTxRdPiece)), Bits(g.chkRun, 16, 0), C(17, cardTxRdPiece)), "")
+	runCap := g.chkPiece
 	// A piece is read one page at a time: each request ends at the piece's
 	// end or its page's, whichever comes first. Their addresses wait in
 	// g_pq until their last beat is taken, so that a faulted one is named.
@@ -227,8 +229,6 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	// (from the first byte's page): taken from a slot, they go as one.
 	// Kept from the piece's lookup (it matters for its first request only),
 	// so that the slot's match starts at registers.
-	SBy := cardTxSlotBytes(L)
-	slLeft := m.WireOf("g_slot_left", Sub(C(17, uint64(SBy)), zext(Bits(g.chkAddr, 11, 0), 17)), "bytes from the looked-up address to a slot's end")
 	slotN := m.RegDecl("g_req_slot_n", 17, "bytes of the piece's first requests, as a slot holds them")
 	pqRoomW := addrWidth(cardTxRdReqs + 1)
 	reqV := m.Wire("g_req_v", 1, "a payload read request is offered")
@@ -272,7 +272,7 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), reqStep("g_off_next", goff)), Or(g.start, gSkip, gReqGo, skipHit))
 	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
 	addrIn, runIn := Expr(g.chkAddr), Expr(runCap)
-	slotIn := Expr(Sel(Lt(slLeft, runCap), slLeft, runCap))
+	slotIn := Expr(g.chkSlotN)
 	if g.skip != nil {
 		addrIn = Sel(skip, Sel(skipHit, g.skipAddr1, g.skipAddr), addrIn)
 		runIn = Sel(skip, Sel(skipHit, g.skipRest, g.skipRun), runIn)
@@ -302,7 +302,6 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	rl := m.WireOf("g_rd_len", Sub(pageN, C(17, 1)), "length minus one")
 	out.rdLen = Bits(rl, 15, 0)
 	out.unused = append(out.unused, Bit(rl, 16))
-	out.unused = append(out.unused, Bit(g.chkRun, 31), Bits(g.chkRun, 30, 17))
 
 	// --- packer: dma_rd's beats (each request from lane 0) to full beats ---
 	acc := m.RegDecl("pk_acc", W, "bytes held, from lane 0")

@@ -55,6 +55,19 @@ const (
 // the first byte's page).
 func cardTxSlotBytes(L int) int { return max(4096, 256*L) }
 
+// cardTxVerdictBytes is what a check-port verdict (its host address and
+// contiguous run) gives the gather's first requests: the piece (the run,
+// at most cardTxRdPiece bytes) and, of it, the bytes a payload slot
+// holds (to the piece's end or the slot's, from the address's page). The
+// gather and the payload read ahead both take them from here: a slot
+// matches the gather's first requests only if they agree.
+func cardTxVerdictBytes(m *Module, addr, run *Signal, L int) (piece, slot *Signal) {
+	piece = m.WireOf("ck_piece", Sel(Lt(run, C(32, cardTxRdPiece)), Bits(run, 16, 0), C(17, cardTxRdPiece)), "a verdict's first piece: its run, at most a lookup's bytes")
+	left := m.WireOf("ck_slot_left", Sub(C(17, uint64(cardTxSlotBytes(L))), zext(Bits(addr, 11, 0), 17)), "bytes from the verdict's address to a slot's end (from its page)")
+	slot = m.WireOf("ck_slot_n", Sel(Lt(left, piece), left, piece), "... and of the piece, the bytes a slot holds")
+	return piece, slot
+}
+
 // txPayAheadIn is what the payload read ahead needs of card_tx.
 type txPayAheadIn struct {
 	W, L, LB int
@@ -81,10 +94,11 @@ type txPayAheadIn struct {
 	// The check port.
 	chkFree                              Expr // free for a lookup this cycle (the gather does not ask)
 	chkReady, chkValid, chkTag, chkFault Expr
-	chkAddr, chkRun                      *Signal
-	rdGrant                              Expr // dma_rd takes the slot's read
-	rdHold                               Expr // the gather has reads of its message still to issue
-	rdValid, rdData, rdLast, rdErr, rdB  Expr // dma_rd's output (any tag); rdB its tuser_berr
+	chkAddr                              *Signal
+	chkPiece, chkSlotN                   *Signal // cardTxVerdictBytes of the verdict
+	rdGrant                              Expr    // dma_rd takes the slot's read
+	rdHold                               Expr    // the gather has reads of its message still to issue
+	rdValid, rdData, rdLast, rdErr, rdB  Expr    // dma_rd's output (any tag); rdB its tuser_berr
 	rdTag                                *Signal
 	// Verdict reuse (reuse: built at 512 bits): placement's m_tbl_wr, and
 	// the WQE that starts with its first block on chip (txDecide), its
@@ -230,18 +244,18 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	out.chkQP, out.chkTO, out.chkLen, out.chkSTag, out.chkPD = h[0], h[2], h[3], h[4], h[5]
 	verdict := m.WireOf("pa_verdict", And(Eq(st, C(2, 1)), in.chkValid, Eq(in.chkTag, C(8, cardTxPaChkTag))), "")
 	vOK := m.WireOf("pa_verdict_ok", And(verdict, Eq(in.chkFault, C(3, 0))), "")
-	pgLeft := m.WireOf("pa_slot_left", Sub(C(NB, uint64(SBy)), zext(Bits(in.chkAddr, 11, 0), NB)), "bytes to the slot's end (from the first byte's page)")
-	run := in.chkRun
-	nRd := m.WireOf("pa_rd_n", Sel(Lt(run, zext(pgLeft, 32)), Bits(run, NB-1, 0), pgLeft), "the slot's bytes, as the gather's first requests take them")
+	nRd := Bits(in.chkSlotN, NB-1, 0) // at most a slot's bytes
+	if NB < 17 {
+		out.unused = append(out.unused, Bits(in.chkSlotN, 16, NB))
+	}
 	curHot := oneHot(m, "pa_cur", cur, S)
-	var clean, runCap Expr
+	var clean Expr
 	if in.reuse {
 		// A verdict holds only if the table was not written from the
 		// lookup's request to its verdict (placement reads it in between).
 		c := m.RegDecl("pa_look_clean", 1, "no table write since the lookup in flight was asked")
 		m.Drive(c, big.NewInt(0), And(Not(in.tblWr), Or(lookGo, c)), nil)
 		clean = c
-		runCap = m.WireOf("pa_run_cap", Sel(Lt(run, C(32, cardTxRdPiece)), Bits(run, 16, 0), C(17, cardTxRdPiece)), "the gather's first piece, as its lookup would give it")
 	}
 	var allocCur []Expr
 	for s := range sl {
@@ -357,7 +371,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		m.Drive(x.bad, big.NewInt(0), And(Not(mine), Or(And(landS, landBad), x.bad)), nil)
 		if in.reuse {
 			m.Drive(x.sge, nil, Cat(h[4], h[3], h[2]), mine)
-			m.Drive(x.run, nil, runCap, And(vOK, at(curHot)))
+			m.Drive(x.run, nil, in.chkPiece, And(vOK, at(curHot)))
 			m.Drive(x.fresh, big.NewInt(0), And(Not(in.tblWr), Not(mine), Or(And(vOK, at(curHot), clean), x.fresh)), nil)
 		}
 	}

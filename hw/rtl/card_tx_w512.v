@@ -867,6 +867,9 @@ module card_tx_w512 (
     wire [63:0]    chk_skip_addr1;
     wire [16:0]    chk_skip_rest;
     wire           chk_skip_done;
+    wire [16:0]    ck_piece;                 // a verdict's first piece: its run, at most a lookup's bytes
+    wire [16:0]    ck_slot_left;             // bytes from the verdict's address to a slot's end (from its page)
+    wire [16:0]    ck_slot_n;                // ... and of the piece, the bytes a slot holds
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -919,13 +922,11 @@ module card_tx_w512 (
     wire           g_look_go;
     wire           g_verdict;
     wire           g_ok;
-    wire [16:0]    g_run_cap;
     reg            g_rd_fault;               // a payload read got an error response: stop reading, zeros for the rest
     wire           g_pq_pop;                 // a payload request's last beat is taken
     wire [12:0]    g_pg_left;                // bytes from the piece's address to its page's end
     wire           g_req_whole;              // the rest of the piece lies in this page
     wire [16:0]    g_req_page_n;             // bytes of this request, read
-    wire [16:0]    g_slot_left;              // bytes from the looked-up address to a slot's end
     reg  [16:0]    g_req_slot_n;             // bytes of the piece's first requests, as a slot holds them
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
@@ -1603,12 +1604,9 @@ module card_tx_w512 (
     wire           pa_look_go;
     wire           pa_verdict;
     wire           pa_verdict_ok;
-    wire [14:0]    pa_slot_left;             // bytes to the slot's end (from the first byte's page)
-    wire [14:0]    pa_rd_n;                  // the slot's bytes, as the gather's first requests take them
     wire [2:0]     pa_cur_qp;
     wire [7:0]     pa_cur_1h;
     reg            pa_look_clean;            // no table write since the lookup in flight was asked
-    wire [16:0]    pa_run_cap;               // the gather's first piece, as its lookup would give it
     wire           pa_cur_alloc;             // the slot being filled is still keyed
     wire           pa_rd_ask;
     wire           pa_rd_go;
@@ -2862,6 +2860,9 @@ module card_tx_w512 (
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign chk_v_gather = s_chk_valid & (s_chk_tag == 8'h00);
     assign chk_skip_len = push_blk[351:320];
+    assign ck_piece = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
+    assign ck_slot_left = 17'h04000 - {5'h00, s_chk_addr[11:0]};
+    assign ck_slot_n = (ck_slot_left < ck_piece) ? ck_slot_left : ck_piece;
     assign g_feed = in_state9 & ~pay_from_buf;
     assign g_st_wa = {5'h00, in_state14 ? 3'h0 : buf_wa_full[2:0]};
     assign g_st_wd = in_state14 ? {
@@ -2902,11 +2903,9 @@ module card_tx_w512 (
     assign g_look_go = g_look & m_chk_ready;
     assign g_verdict = (g_feed & (g_ph == 2'h2)) & chk_v_gather;
     assign g_ok = g_verdict & ~|s_chk_fault;
-    assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
     assign g_req_page_n = g_req_whole ? g_n : {4'h0, g_pg_left};
-    assign g_slot_left = 17'h04000 - {5'h00, s_chk_addr[11:0]};
     assign g_req_go = g_req_v & (rd_req_ready | pa_g_hit);
     assign g_pq_push = g_req_go & ~pa_g_hit;
     assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
@@ -3246,11 +3245,8 @@ module card_tx_w512 (
     assign pa_cq_pop = (pa_idle & pa_cq_v) & (pa_dup | pa_look_go);
     assign pa_verdict = ((pa_state == 2'h1) & s_chk_valid) & (s_chk_tag == 8'h01);
     assign pa_verdict_ok = pa_verdict & (s_chk_fault == 3'h0);
-    assign pa_slot_left = 15'h4000 - {3'h0, s_chk_addr[11:0]};
-    assign pa_rd_n = (s_chk_run < {17'h00000, pa_slot_left}) ? s_chk_run[14:0] : pa_slot_left;
     assign pa_cur_qp = pa_slot;
     assign pa_cur_1h = {{7{1'b0}}, 1'b1} << pa_cur_qp;
-    assign pa_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign pa_cur_alloc = |{
         pa_cur_1h[0] & pa_s0_alloc,
         pa_cur_1h[1] & pa_s1_alloc,
@@ -3794,13 +3790,12 @@ module card_tx_w512 (
         ck_i[5],
         g_i[5],
         g_rd_len[16],
-        s_chk_run[31],
-        s_chk_run[30:17],
         pk_sum_lo[6],
         pa_p1_hdr[31:29],
         pa_p1_hdr[23:20],
         pa_p1_hdr[15:12],
         pa_p1_hdr[10:8],
+        ck_slot_n[16:15],
         pa_dec_hdr[31:29],
         pa_dec_hdr[23:12],
         pa_dec_hdr[10:8],
@@ -5098,13 +5093,13 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (g_opened | g_req_go) begin
-            g_n <= g_opened ? (g_skip_check ? (g_skip_hit ? chk_skip_rest : chk_skip_run) : g_run_cap) : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
+            g_n <= g_opened ? (g_skip_check ? (g_skip_hit ? chk_skip_rest : chk_skip_run) : ck_piece) : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
         end
     end
 
     always @(posedge clk) begin
         if (g_opened) begin
-            g_req_slot_n <= g_skip_check ? chk_skip_n : ((g_slot_left < g_run_cap) ? g_slot_left : g_run_cap);
+            g_req_slot_n <= g_skip_check ? chk_skip_n : ck_slot_n;
         end
     end
 
@@ -7152,7 +7147,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[0]) begin
-            pa_s0_n <= pa_rd_n;
+            pa_s0_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7188,7 +7183,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[0]) begin
-            pa_s0_run <= pa_run_cap;
+            pa_s0_run <= ck_piece;
         end
     end
 
@@ -7228,7 +7223,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[1]) begin
-            pa_s1_n <= pa_rd_n;
+            pa_s1_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7264,7 +7259,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[1]) begin
-            pa_s1_run <= pa_run_cap;
+            pa_s1_run <= ck_piece;
         end
     end
 
@@ -7304,7 +7299,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[2]) begin
-            pa_s2_n <= pa_rd_n;
+            pa_s2_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7340,7 +7335,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[2]) begin
-            pa_s2_run <= pa_run_cap;
+            pa_s2_run <= ck_piece;
         end
     end
 
@@ -7380,7 +7375,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[3]) begin
-            pa_s3_n <= pa_rd_n;
+            pa_s3_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7416,7 +7411,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[3]) begin
-            pa_s3_run <= pa_run_cap;
+            pa_s3_run <= ck_piece;
         end
     end
 
@@ -7456,7 +7451,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[4]) begin
-            pa_s4_n <= pa_rd_n;
+            pa_s4_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7492,7 +7487,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[4]) begin
-            pa_s4_run <= pa_run_cap;
+            pa_s4_run <= ck_piece;
         end
     end
 
@@ -7532,7 +7527,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[5]) begin
-            pa_s5_n <= pa_rd_n;
+            pa_s5_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7568,7 +7563,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[5]) begin
-            pa_s5_run <= pa_run_cap;
+            pa_s5_run <= ck_piece;
         end
     end
 
@@ -7608,7 +7603,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[6]) begin
-            pa_s6_n <= pa_rd_n;
+            pa_s6_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7644,7 +7639,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[6]) begin
-            pa_s6_run <= pa_run_cap;
+            pa_s6_run <= ck_piece;
         end
     end
 
@@ -7684,7 +7679,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[7]) begin
-            pa_s7_n <= pa_rd_n;
+            pa_s7_n <= ck_slot_n[14:0];
         end
     end
 
@@ -7720,7 +7715,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[7]) begin
-            pa_s7_run <= pa_run_cap;
+            pa_s7_run <= ck_piece;
         end
     end
 

@@ -898,6 +898,9 @@ architecture rtl of card_tx_w512 is
     signal chk_skip_addr1 : std_logic_vector(63 downto 0);
     signal chk_skip_rest : std_logic_vector(16 downto 0);
     signal chk_skip_done : std_logic;
+    signal ck_piece : std_logic_vector(16 downto 0); -- a verdict's first piece: its run, at most a lookup's bytes
+    signal ck_slot_left : std_logic_vector(16 downto 0); -- bytes from the verdict's address to a slot's end (from its page)
+    signal ck_slot_n : std_logic_vector(16 downto 0); -- ... and of the piece, the bytes a slot holds
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -950,13 +953,11 @@ architecture rtl of card_tx_w512 is
     signal g_look_go : std_logic;
     signal g_verdict : std_logic;
     signal g_ok : std_logic;
-    signal g_run_cap : std_logic_vector(16 downto 0);
     signal g_rd_fault : std_logic := '0';    -- a payload read got an error response: stop reading, zeros for the rest
     signal g_pq_pop : std_logic;             -- a payload request's last beat is taken
     signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
     signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
     signal g_req_page_n : std_logic_vector(16 downto 0); -- bytes of this request, read
-    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the looked-up address to a slot's end
     signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the piece's first requests, as a slot holds them
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
@@ -1634,12 +1635,9 @@ architecture rtl of card_tx_w512 is
     signal pa_look_go : std_logic;
     signal pa_verdict : std_logic;
     signal pa_verdict_ok : std_logic;
-    signal pa_slot_left : std_logic_vector(14 downto 0); -- bytes to the slot's end (from the first byte's page)
-    signal pa_rd_n : std_logic_vector(14 downto 0); -- the slot's bytes, as the gather's first requests take them
     signal pa_cur_qp : std_logic_vector(2 downto 0);
     signal pa_cur_1h : std_logic_vector(7 downto 0);
     signal pa_look_clean : std_logic := '0'; -- no table write since the lookup in flight was asked
-    signal pa_run_cap : std_logic_vector(16 downto 0); -- the gather's first piece, as its lookup would give it
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
     signal pa_rd_ask : std_logic;
     signal pa_rd_go : std_logic;
@@ -2940,6 +2938,9 @@ begin
     );
     chk_v_gather <= s_chk_valid and b2l(s_chk_tag = x"00");
     chk_skip_len <= push_blk(351 downto 320);
+    ck_piece <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
+    ck_slot_left <= std_logic_vector(unsigned'("00100000000000000") - unsigned(std_logic_vector'("00000" & s_chk_addr(11 downto 0))));
+    ck_slot_n <= mux(b2l(unsigned(ck_slot_left) < unsigned(ck_piece)), ck_slot_left, ck_piece);
     g_feed <= in_state9 and (not pay_from_buf);
     g_st_wa <= std_logic_vector'("00000" & mux(in_state14, "000", buf_wa_full(2 downto 0)));
     g_st_wd <= mux(in_state14, std_logic_vector'(
@@ -2980,11 +2981,9 @@ begin
     g_look_go <= g_look and m_chk_ready;
     g_verdict <= (g_feed and b2l(g_ph = "10")) and chk_v_gather;
     g_ok <= g_verdict and (not (or s_chk_fault));
-    g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
     g_req_page_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
-    g_slot_left <= std_logic_vector(unsigned'("00100000000000000") - unsigned(std_logic_vector'("00000" & s_chk_addr(11 downto 0))));
     g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
     g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
@@ -3324,11 +3323,8 @@ begin
     pa_cq_pop <= (pa_idle and pa_cq_v) and (pa_dup or pa_look_go);
     pa_verdict <= (b2l(pa_state = "01") and s_chk_valid) and b2l(s_chk_tag = x"01");
     pa_verdict_ok <= pa_verdict and b2l(s_chk_fault = "000");
-    pa_slot_left <= std_logic_vector(unsigned'("100000000000000") - unsigned(std_logic_vector'("000" & s_chk_addr(11 downto 0))));
-    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("00000000000000000" & pa_slot_left))), s_chk_run(14 downto 0), pa_slot_left);
     pa_cur_qp <= pa_slot;
     pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
-    pa_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     pa_cur_alloc <= or std_logic_vector'(
         (pa_cur_1h(0) and pa_s0_alloc) &
         (pa_cur_1h(1) and pa_s1_alloc) &
@@ -3884,13 +3880,12 @@ begin
         ck_i(5) &
         g_i(5) &
         g_rd_len(16) &
-        s_chk_run(31) &
-        s_chk_run(30 downto 17) &
         pk_sum_lo(6) &
         pa_p1_hdr(31 downto 29) &
         pa_p1_hdr(23 downto 20) &
         pa_p1_hdr(15 downto 12) &
         pa_p1_hdr(10 downto 8) &
+        ck_slot_n(16 downto 15) &
         pa_dec_hdr(31 downto 29) &
         pa_dec_hdr(23 downto 12) &
         pa_dec_hdr(10 downto 8) &
@@ -5772,7 +5767,7 @@ begin
     begin
         if rising_edge(clk) then
             if (g_opened or g_req_go) = '1' then
-                g_n <= mux(g_opened, mux(g_skip_check, mux(g_skip_hit, chk_skip_rest, chk_skip_run), g_run_cap), mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
+                g_n <= mux(g_opened, mux(g_skip_check, mux(g_skip_hit, chk_skip_rest, chk_skip_run), ck_piece), mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
             end if;
         end if;
     end process;
@@ -5781,7 +5776,7 @@ begin
     begin
         if rising_edge(clk) then
             if g_opened = '1' then
-                g_req_slot_n <= mux(g_skip_check, chk_skip_n, mux(b2l(unsigned(g_slot_left) < unsigned(g_run_cap)), g_slot_left, g_run_cap));
+                g_req_slot_n <= mux(g_skip_check, chk_skip_n, ck_slot_n);
             end if;
         end if;
     end process;
@@ -8924,7 +8919,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
-                pa_s0_n <= pa_rd_n;
+                pa_s0_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -8975,7 +8970,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
-                pa_s0_run <= pa_run_cap;
+                pa_s0_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9033,7 +9028,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
-                pa_s1_n <= pa_rd_n;
+                pa_s1_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9084,7 +9079,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
-                pa_s1_run <= pa_run_cap;
+                pa_s1_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9142,7 +9137,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
-                pa_s2_n <= pa_rd_n;
+                pa_s2_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9193,7 +9188,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
-                pa_s2_run <= pa_run_cap;
+                pa_s2_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9251,7 +9246,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
-                pa_s3_n <= pa_rd_n;
+                pa_s3_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9302,7 +9297,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
-                pa_s3_run <= pa_run_cap;
+                pa_s3_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9360,7 +9355,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
-                pa_s4_n <= pa_rd_n;
+                pa_s4_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9411,7 +9406,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
-                pa_s4_run <= pa_run_cap;
+                pa_s4_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9469,7 +9464,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
-                pa_s5_n <= pa_rd_n;
+                pa_s5_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9520,7 +9515,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
-                pa_s5_run <= pa_run_cap;
+                pa_s5_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9578,7 +9573,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
-                pa_s6_n <= pa_rd_n;
+                pa_s6_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9629,7 +9624,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
-                pa_s6_run <= pa_run_cap;
+                pa_s6_run <= ck_piece;
             end if;
         end if;
     end process;
@@ -9687,7 +9682,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
-                pa_s7_n <= pa_rd_n;
+                pa_s7_n <= ck_slot_n(14 downto 0);
             end if;
         end if;
     end process;
@@ -9738,7 +9733,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
-                pa_s7_run <= pa_run_cap;
+                pa_s7_run <= ck_piece;
             end if;
         end if;
     end process;

@@ -861,6 +861,9 @@ module card_tx_w64 (
     wire [63:0]    pa_g_data;
     wire [7:0]     pa_g_keep;
     wire           chk_v_gather;             // a verdict for the gather (tag 0; the payload read ahead's are tag 1)
+    wire [16:0]    ck_piece;                 // a verdict's first piece: its run, at most a lookup's bytes
+    wire [16:0]    ck_slot_left;             // bytes from the verdict's address to a slot's end (from its page)
+    wire [16:0]    ck_slot_n;                // ... and of the piece, the bytes a slot holds
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -905,13 +908,11 @@ module card_tx_w64 (
     wire           g_look_go;
     wire           g_verdict;
     wire           g_ok;
-    wire [16:0]    g_run_cap;
     reg            g_rd_fault;               // a payload read got an error response: stop reading, zeros for the rest
     wire           g_pq_pop;                 // a payload request's last beat is taken
     wire [12:0]    g_pg_left;                // bytes from the piece's address to its page's end
     wire           g_req_whole;              // the rest of the piece lies in this page
     wire [16:0]    g_req_page_n;             // bytes of this request, read
-    wire [16:0]    g_slot_left;              // bytes from the looked-up address to a slot's end
     reg  [16:0]    g_req_slot_n;             // bytes of the piece's first requests, as a slot holds them
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
@@ -1559,8 +1560,6 @@ module card_tx_w64 (
     wire           pa_look_go;
     wire           pa_verdict;
     wire           pa_verdict_ok;
-    wire [12:0]    pa_slot_left;             // bytes to the slot's end (from the first byte's page)
-    wire [12:0]    pa_rd_n;                  // the slot's bytes, as the gather's first requests take them
     wire [2:0]     pa_cur_qp;
     wire [7:0]     pa_cur_1h;
     wire           pa_cur_alloc;             // the slot being filled is still keyed
@@ -2798,6 +2797,9 @@ module card_tx_w64 (
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
     assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign chk_v_gather = s_chk_valid & (s_chk_tag == 8'h00);
+    assign ck_piece = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
+    assign ck_slot_left = 17'h01000 - {5'h00, s_chk_addr[11:0]};
+    assign ck_slot_n = (ck_slot_left < ck_piece) ? ck_slot_left : ck_piece;
     assign g_feed = in_state9 & ~pay_from_buf;
     assign g_st_wa = {2'h0, in_state15 ? 6'h01 : (in_state14 ? 6'h00 : buf_wa_full[5:0])};
     assign g_sge = {g_sge_b1_rd, g_sge_b0_rd};
@@ -2824,11 +2826,9 @@ module card_tx_w64 (
     assign g_look_go = g_look & m_chk_ready;
     assign g_verdict = (g_feed & (g_ph == 2'h2)) & chk_v_gather;
     assign g_ok = g_verdict & ~|s_chk_fault;
-    assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
     assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
     assign g_req_page_n = g_req_whole ? g_n : {4'h0, g_pg_left};
-    assign g_slot_left = 17'h01000 - {5'h00, s_chk_addr[11:0]};
     assign g_req_go = g_req_v & (rd_req_ready | pa_g_hit);
     assign g_pq_push = g_req_go & ~pa_g_hit;
     assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
@@ -3099,8 +3099,6 @@ module card_tx_w64 (
     assign pa_cq_pop = (pa_idle & pa_cq_v) & (pa_dup | pa_look_go);
     assign pa_verdict = ((pa_state == 2'h1) & s_chk_valid) & (s_chk_tag == 8'h01);
     assign pa_verdict_ok = pa_verdict & (s_chk_fault == 3'h0);
-    assign pa_slot_left = 13'h1000 - {1'h0, s_chk_addr[11:0]};
-    assign pa_rd_n = (s_chk_run < {19'h00000, pa_slot_left}) ? s_chk_run[12:0] : pa_slot_left;
     assign pa_cur_qp = pa_slot;
     assign pa_cur_1h = {{7{1'b0}}, 1'b1} << pa_cur_qp;
     assign pa_cur_alloc = |{
@@ -3555,14 +3553,13 @@ module card_tx_w64 (
         ck_i[5],
         g_i[5],
         g_rd_len[16],
-        s_chk_run[31],
-        s_chk_run[30:17],
         pk_sum_lo[3],
         s_tbl_wr,
         pa_p1_hdr[31:29],
         pa_p1_hdr[23:20],
         pa_p1_hdr[15:12],
         pa_p1_hdr[10:8],
+        ck_slot_n[16:13],
         pa_use_n[12],
         pa_parse_rel[4],
         ddp_m_tkeep,
@@ -4854,13 +4851,13 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (g_looked | g_req_go) begin
-            g_n <= g_looked ? g_run_cap : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
+            g_n <= g_looked ? ck_piece : (g_req_slot ? (g_n - g_req_slot_n) : (g_n - g_req_page_n));
         end
     end
 
     always @(posedge clk) begin
         if (g_looked) begin
-            g_req_slot_n <= (g_slot_left < g_run_cap) ? g_slot_left : g_run_cap;
+            g_req_slot_n <= ck_slot_n;
         end
     end
 
@@ -6906,7 +6903,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[0]) begin
-            pa_s0_n <= pa_rd_n;
+            pa_s0_n <= ck_slot_n[12:0];
         end
     end
 
@@ -6962,7 +6959,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[1]) begin
-            pa_s1_n <= pa_rd_n;
+            pa_s1_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7018,7 +7015,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[2]) begin
-            pa_s2_n <= pa_rd_n;
+            pa_s2_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7074,7 +7071,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[3]) begin
-            pa_s3_n <= pa_rd_n;
+            pa_s3_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7130,7 +7127,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[4]) begin
-            pa_s4_n <= pa_rd_n;
+            pa_s4_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7186,7 +7183,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[5]) begin
-            pa_s5_n <= pa_rd_n;
+            pa_s5_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7242,7 +7239,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[6]) begin
-            pa_s6_n <= pa_rd_n;
+            pa_s6_n <= ck_slot_n[12:0];
         end
     end
 
@@ -7298,7 +7295,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (pa_verdict_ok & pa_cur_1h[7]) begin
-            pa_s7_n <= pa_rd_n;
+            pa_s7_n <= ck_slot_n[12:0];
         end
     end
 

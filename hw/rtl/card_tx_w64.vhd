@@ -892,6 +892,9 @@ architecture rtl of card_tx_w64 is
     signal pa_g_data : std_logic_vector(63 downto 0);
     signal pa_g_keep : std_logic_vector(7 downto 0);
     signal chk_v_gather : std_logic;         -- a verdict for the gather (tag 0; the payload read ahead's are tag 1)
+    signal ck_piece : std_logic_vector(16 downto 0); -- a verdict's first piece: its run, at most a lookup's bytes
+    signal ck_slot_left : std_logic_vector(16 downto 0); -- bytes from the verdict's address to a slot's end (from its page)
+    signal ck_slot_n : std_logic_vector(16 downto 0); -- ... and of the piece, the bytes a slot holds
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -936,13 +939,11 @@ architecture rtl of card_tx_w64 is
     signal g_look_go : std_logic;
     signal g_verdict : std_logic;
     signal g_ok : std_logic;
-    signal g_run_cap : std_logic_vector(16 downto 0);
     signal g_rd_fault : std_logic := '0';    -- a payload read got an error response: stop reading, zeros for the rest
     signal g_pq_pop : std_logic;             -- a payload request's last beat is taken
     signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
     signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
     signal g_req_page_n : std_logic_vector(16 downto 0); -- bytes of this request, read
-    signal g_slot_left : std_logic_vector(16 downto 0); -- bytes from the looked-up address to a slot's end
     signal g_req_slot_n : std_logic_vector(16 downto 0); -- bytes of the piece's first requests, as a slot holds them
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
@@ -1590,8 +1591,6 @@ architecture rtl of card_tx_w64 is
     signal pa_look_go : std_logic;
     signal pa_verdict : std_logic;
     signal pa_verdict_ok : std_logic;
-    signal pa_slot_left : std_logic_vector(12 downto 0); -- bytes to the slot's end (from the first byte's page)
-    signal pa_rd_n : std_logic_vector(12 downto 0); -- the slot's bytes, as the gather's first requests take them
     signal pa_cur_qp : std_logic_vector(2 downto 0);
     signal pa_cur_1h : std_logic_vector(7 downto 0);
     signal pa_cur_alloc : std_logic;         -- the slot being filled is still keyed
@@ -2874,6 +2873,9 @@ begin
         rrp_data_rd(223 downto 160)
     );
     chk_v_gather <= s_chk_valid and b2l(s_chk_tag = x"00");
+    ck_piece <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
+    ck_slot_left <= std_logic_vector(unsigned'("00001000000000000") - unsigned(std_logic_vector'("00000" & s_chk_addr(11 downto 0))));
+    ck_slot_n <= mux(b2l(unsigned(ck_slot_left) < unsigned(ck_piece)), ck_slot_left, ck_piece);
     g_feed <= in_state9 and (not pay_from_buf);
     g_st_wa <= std_logic_vector'(
         "00" &
@@ -2903,11 +2905,9 @@ begin
     g_look_go <= g_look and m_chk_ready;
     g_verdict <= (g_feed and b2l(g_ph = "10")) and chk_v_gather;
     g_ok <= g_verdict and (not (or s_chk_fault));
-    g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
     g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
     g_req_page_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
-    g_slot_left <= std_logic_vector(unsigned'("00001000000000000") - unsigned(std_logic_vector'("00000" & s_chk_addr(11 downto 0))));
     g_req_go <= g_req_v and (rd_req_ready or pa_g_hit);
     g_pq_push <= g_req_go and (not pa_g_hit);
     g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
@@ -3178,8 +3178,6 @@ begin
     pa_cq_pop <= (pa_idle and pa_cq_v) and (pa_dup or pa_look_go);
     pa_verdict <= (b2l(pa_state = "01") and s_chk_valid) and b2l(s_chk_tag = x"01");
     pa_verdict_ok <= pa_verdict and b2l(s_chk_fault = "000");
-    pa_slot_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_chk_addr(11 downto 0))));
-    pa_rd_n <= mux(b2l(unsigned(s_chk_run) < unsigned(std_logic_vector'("0000000000000000000" & pa_slot_left))), s_chk_run(12 downto 0), pa_slot_left);
     pa_cur_qp <= pa_slot;
     pa_cur_1h <= std_logic_vector(shift_left(to_unsigned(1, 8), to_integer(unsigned(pa_cur_qp))));
     pa_cur_alloc <= or std_logic_vector'(
@@ -3645,14 +3643,13 @@ begin
         ck_i(5) &
         g_i(5) &
         g_rd_len(16) &
-        s_chk_run(31) &
-        s_chk_run(30 downto 17) &
         pk_sum_lo(3) &
         s_tbl_wr &
         pa_p1_hdr(31 downto 29) &
         pa_p1_hdr(23 downto 20) &
         pa_p1_hdr(15 downto 12) &
         pa_p1_hdr(10 downto 8) &
+        ck_slot_n(16 downto 13) &
         pa_use_n(12) &
         pa_parse_rel(4) &
         ddp_m_tkeep &
@@ -5525,7 +5522,7 @@ begin
     begin
         if rising_edge(clk) then
             if (g_looked or g_req_go) = '1' then
-                g_n <= mux(g_looked, g_run_cap, mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
+                g_n <= mux(g_looked, ck_piece, mux(g_req_slot, std_logic_vector(unsigned(g_n) - unsigned(g_req_slot_n)), std_logic_vector(unsigned(g_n) - unsigned(g_req_page_n))));
             end if;
         end if;
     end process;
@@ -5534,7 +5531,7 @@ begin
     begin
         if rising_edge(clk) then
             if g_looked = '1' then
-                g_req_slot_n <= mux(b2l(unsigned(g_slot_left) < unsigned(g_run_cap)), g_slot_left, g_run_cap);
+                g_req_slot_n <= ck_slot_n;
             end if;
         end if;
     end process;
@@ -8675,7 +8672,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(0)) = '1' then
-                pa_s0_n <= pa_rd_n;
+                pa_s0_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -8755,7 +8752,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(1)) = '1' then
-                pa_s1_n <= pa_rd_n;
+                pa_s1_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -8835,7 +8832,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(2)) = '1' then
-                pa_s2_n <= pa_rd_n;
+                pa_s2_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -8915,7 +8912,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(3)) = '1' then
-                pa_s3_n <= pa_rd_n;
+                pa_s3_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -8995,7 +8992,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(4)) = '1' then
-                pa_s4_n <= pa_rd_n;
+                pa_s4_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -9075,7 +9072,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(5)) = '1' then
-                pa_s5_n <= pa_rd_n;
+                pa_s5_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -9155,7 +9152,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(6)) = '1' then
-                pa_s6_n <= pa_rd_n;
+                pa_s6_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
@@ -9235,7 +9232,7 @@ begin
     begin
         if rising_edge(clk) then
             if (pa_verdict_ok and pa_cur_1h(7)) = '1' then
-                pa_s7_n <= pa_rd_n;
+                pa_s7_n <= ck_slot_n(12 downto 0);
             end if;
         end if;
     end process;
