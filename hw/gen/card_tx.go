@@ -1468,7 +1468,7 @@ func CardTx(width int) (*Module, error) {
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	m.Assign(pubSlot, Lt(cq.Count, C(ccw, CardTxCplDepth-1)))
-	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
+	dn := m.RegDecl("cpl_written", ccw, "WQEs whose ring writes are done, not yet out (up to the whole queue)")
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
 	m.Assign(cplOut, Or(cplHold, RedOr(cq.Count), oV))
@@ -1566,7 +1566,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rdoValid, rdoV)
 	m.Assign(rdoQPN, gate(rdoV, m.Reg("rreq_done_qpn_q", QB, big.NewInt(0), h[2], And(cOut, h[11]), "")))
 	m.Assign(cqPop, zext(cOut, ccw))
-	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(And(cOut, Not(h[8])), 4)), nil)
+	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, ccw)), zext(And(cOut, Not(h[8])), ccw)), nil)
 	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
 	m.Assign(cplValid, oV)
 	// A dead QP's record that completes a WQE completes it WR_FLUSH_ERR,

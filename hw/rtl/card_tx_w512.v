@@ -2218,7 +2218,7 @@ module card_tx_w512 (
     wire           cq13_push;
     wire           cq14_push;
     wire           cq15_push;
-    reg  [3:0]     cpl_written;              // WQEs whose ring writes are done, not yet out
+    reg  [4:0]     cpl_written;              // WQEs whose ring writes are done, not yet out (up to the whole queue)
     reg            cpl_v;
     wire           cpl_free;
     wire           wr_done_last;
@@ -9462,9 +9462,9 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            cpl_written <= 4'h0;
+            cpl_written <= 5'h00;
         end else begin
-            cpl_written <= (cpl_written + {3'h0, wr_done_last}) - {3'h0, cpl_load & ~cq0_noring};
+            cpl_written <= (cpl_written + {4'h0, wr_done_last}) - {4'h0, cpl_load & ~cq0_noring};
         end
     end
 

@@ -2187,7 +2187,7 @@ architecture rtl of card_tx_w64 is
     signal cq13_push : std_logic;
     signal cq14_push : std_logic;
     signal cq15_push : std_logic;
-    signal cpl_written : std_logic_vector(3 downto 0) := x"0"; -- WQEs whose ring writes are done, not yet out
+    signal cpl_written : std_logic_vector(4 downto 0) := "00000"; -- WQEs whose ring writes are done, not yet out (up to the whole queue)
     signal cpl_v : std_logic := '0';
     signal cpl_free : std_logic;
     signal wr_done_last : std_logic;
@@ -12132,9 +12132,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                cpl_written <= x"0";
+                cpl_written <= "00000";
             else
-                cpl_written <= std_logic_vector(unsigned(std_logic_vector(unsigned(cpl_written) + unsigned(std_logic_vector'("000" & wr_done_last)))) - unsigned(std_logic_vector'("000" & (cpl_load and (not cq0_noring)))));
+                cpl_written <= std_logic_vector(unsigned(std_logic_vector(unsigned(cpl_written) + unsigned(std_logic_vector'(x"0" & wr_done_last)))) - unsigned(std_logic_vector'(x"0" & (cpl_load and (not cq0_noring)))));
             end if;
         end if;
     end process;

@@ -205,6 +205,9 @@ type CardTxSim struct {
 	// Writes are the DMA writes in the order their bursts' data arrived,
 	// one per burst.
 	Writes []RingWrite
+	// HoldRecords holds m_cpl_ready low: completion records wait in
+	// card_tx's queue (the host's completion path is busy).
+	HoldRecords bool
 	// Cycles counted since New.
 	Cycles uint64
 	// FirstBeat is the cycle of each write burst's first W beat.
@@ -442,7 +445,7 @@ func (s *CardTxSim) Step() error {
 		p.regData.Set(in, uint64(s.regs[0][1]))
 		s.regs = s.regs[1:]
 	}
-	p.cplReady.Set(in, b2u(s.chance(160)))
+	p.cplReady.Set(in, b2u(!s.HoldRecords && s.chance(160)))
 	p.arReady.Set(in, b2u(s.chance(200)))
 	p.awReady.Set(in, b2u(s.chance(200)))
 	p.wReady.Set(in, b2u(s.chance(200)))
