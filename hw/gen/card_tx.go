@@ -1082,14 +1082,13 @@ func CardTx(width int) (*Module, error) {
 	// Verdict reuse (512 bits): a one-SGE WQE whose SGE 0 a payload slot's
 	// lookup checked, the table unwritten since, goes from txHdr to
 	// txFeed with that verdict (card_tx_payahead.go).
-	var skipGo, skipAddr, skipRun, skipN, skipHit, skipAddr1, skipRest, skipDone *Signal
+	var skipGo *Signal
 	var skipLen Expr
+	var slotVerdict txSlotVerdict
 	if W == 512 {
 		skipGo = m.Wire("chk_skip", 1, "txHdr: the WQE's check is a read-ahead slot's verdict: no txChk")
-		skipAddr, skipRun, skipN = m.Wire("chk_skip_addr", 64, ""), m.Wire("chk_skip_run", 17, ""), m.Wire("chk_skip_n", 17, "")
+		slotVerdict = slotVerdictWires(m)
 		skipLen = m.WireOf("chk_skip_len", Bits(pblk, 351, 320), "SGE 0's LENGTH, from the block taken in txDecide")
-		skipHit = m.Wire("chk_skip_hit", 1, "... and its slot has landed whole: its first requests are taken now")
-		skipAddr1, skipRest, skipDone = m.Wire("chk_skip_addr1", 64, ""), m.Wire("chk_skip_rest", 17, ""), m.Wire("chk_skip_done", 1, "")
 	}
 	ckPiece, ckSlotN := cardTxVerdictBytes(m, ckAddr, ckRun, L)
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
@@ -1097,8 +1096,7 @@ func CardTx(width int) (*Module, error) {
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckVTx, chkFault: ckFault, chkAddr: ckAddr, chkPiece: ckPiece, chkSlotN: ckSlotN,
 		slotHit: paHit, slotWait: paWait, slotSrc: paSrc, slotV: paV, slotData: paData, slotKeep: paKeep,
-		skip: skipGo, skipAddr: skipAddr, skipRun: skipRun, skipN: skipN, skipLen: skipLen,
-		skipHit: skipHit, skipAddr1: skipAddr1, skipRest: skipRest, skipDone: skipDone})
+		skip: skipGo, skipLen: skipLen, verdict: slotVerdict})
 	unused = append(unused, ga.unused...)
 	m.Assign(gfR, ga.rdFault)
 	m.Assign(gfAddr, ga.rdFaultAddr)
@@ -1642,13 +1640,7 @@ func CardTx(width int) (*Module, error) {
 	if W == 512 {
 		// From registers: the slot's verdict (pa_skip) and the WQE's mode.
 		chkSkipOK = m.WireOf("chk_skip_ok", And(pa.skip, Not(retFl), Not(abV)), "txHdr: the WQE has its check's verdict")
-		m.Assign(skipAddr, pa.skipAddr)
-		m.Assign(skipRun, pa.skipRun)
-		m.Assign(skipN, pa.skipN)
-		m.Assign(skipHit, pa.skipHit)
-		m.Assign(skipAddr1, pa.skipAddr1)
-		m.Assign(skipRest, pa.skipRest)
-		m.Assign(skipDone, pa.skipDone)
+		slotVerdict.assign(m, pa.verdict)
 		feedNow = Sel(mopNow, C(5, txMop), Sel(Or(fromBuf, chkSkipOK), C(5, txFeed), C(5, txChk)))
 	}
 	onChip := m.WireOf("wqe_on_chip", Or(oneBB, rest2), "the WQE's blocks are on chip by txHdr's end: one block, or two read ahead")

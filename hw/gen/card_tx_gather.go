@@ -56,16 +56,11 @@ type txGatherIn struct {
 	slotKeep          Expr
 	// A one-SGE WQE's verdict taken from a slot's lookup (the payload read
 	// ahead's verdict reuse; nil where it is not built): no check phase,
-	// the first piece opened with the lookup's address and run, its first
-	// requests' bytes as the slot holds them, and the SGE's length.
-	skip                     *Signal
-	skipAddr, skipRun, skipN *Signal
-	skipLen                  Expr
-	// ... and the slot's bytes taken then (skipHit): the piece goes on
-	// from skipAddr1 with skipRest bytes (none: skipDone).
-	skipHit             Expr
-	skipAddr1, skipRest *Signal
-	skipDone            *Signal
+	// the first piece opened with the slot's verdict, the message's bytes
+	// the SGE's length.
+	skip    *Signal
+	skipLen Expr
+	verdict txSlotVerdict
 }
 
 // txGather is what the gather gives card_tx.
@@ -216,7 +211,6 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	gLookGo := m.WireOf("g_look_go", And(gLook, g.chkReady), "")
 	gV := m.WireOf("g_verdict", And(ph(2), g.chkValid), "")
 	gOK := m.WireOf("g_ok", And(gV, Not(RedOr(g.chkFault))), "")
-	runCap := g.chkPiece
 	// A piece is read one page at a time: each request ends at the piece's
 	// end or its page's, whichever comes first. Their addresses wait in
 	// g_pq until their last beat is taken, so that a faulted one is named.
@@ -249,17 +243,15 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	// feed starts at the piece's first request.
 	reuse := m.WireOf("g_reuse", And(ckV, Eq(g.nsge, C(5, 1)), Not(RedOr(g.chkFault))), "the check's verdict opens the gather's first piece")
 	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
+	sv := g.verdict
 	open := Expr(reuse)
-	var skip Expr = C(1, 0)
+	var openPh Expr = C(2, 3)
+	var skip, skipHit Expr = C(1, 0), C(1, 0)
 	if g.skip != nil {
 		skip = m.WireOf("g_skip_check", g.skip, "the verdict was a slot's lookup's: the first piece opens with its results")
+		skipHit = m.WireOf("g_skip_hit", sv.hit, "... and its first requests are taken from the slot now")
 		open = Or(reuse, skip)
-	}
-	var openPh Expr = C(2, 3)
-	var skipHit Expr = C(1, 0)
-	if g.skip != nil {
-		skipHit = m.WireOf("g_skip_hit", g.skipHit, "... and its first requests are taken from the slot now")
-		openPh = Sel(And(skipHit, g.skipDone), C(2, 1), C(2, 3))
+		openPh = Sel(And(skipHit, sv.done), C(2, 1), C(2, 3))
 	}
 	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), Sel(open, openPh, next)), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
@@ -267,16 +259,16 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 		if g.skip == nil {
 			return step(name, x)
 		}
-		return Sel(skipHit, zext(g.skipN, 32), step(name, x))
+		return Sel(skipHit, zext(sv.n, 32), step(name, x))
 	}
 	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), reqStep("g_off_next", goff)), Or(g.start, gSkip, gReqGo, skipHit))
 	looked := m.WireOf("g_looked", Or(gOK, reuse), "a piece's lookup is in")
-	addrIn, runIn := Expr(g.chkAddr), Expr(runCap)
+	addrIn, runIn := Expr(g.chkAddr), Expr(g.chkPiece)
 	slotIn := Expr(g.chkSlotN)
 	if g.skip != nil {
-		addrIn = Sel(skip, Sel(skipHit, g.skipAddr1, g.skipAddr), addrIn)
-		runIn = Sel(skip, Sel(skipHit, g.skipRest, g.skipRun), runIn)
-		slotIn = Sel(skip, g.skipN, slotIn)
+		addrIn = Sel(skip, Sel(skipHit, sv.addr1, sv.addr), addrIn)
+		runIn = Sel(skip, Sel(skipHit, sv.rest, sv.run), runIn)
+		slotIn = Sel(skip, sv.n, slotIn)
 		looked = m.WireOf("g_opened", Or(looked, skip), "a piece's lookup is in, or a slot's stands for it")
 	}
 	m.Drive(gAddr, nil, Sel(looked, addrIn, step("g_addr_next", gAddr)), Or(looked, gReqGo))

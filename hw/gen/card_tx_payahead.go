@@ -68,6 +68,42 @@ func cardTxVerdictBytes(m *Module, addr, run *Signal, L int) (piece, slot *Signa
 	return piece, slot
 }
 
+// txSlotVerdict is a payload slot's lookup standing for its one-SGE
+// WQE's check (the verdict reuse, at 512 bits): what the gather opens the
+// message's first piece with. All are registers of the read ahead but
+// hit, taken in the skip's cycle.
+type txSlotVerdict struct {
+	addr, run, n *Signal // the lookup's host address and run (its first piece); the bytes of it the slot holds
+	hit          *Signal // the slot has landed whole: its bytes are taken as the check is skipped
+	addr1, rest  *Signal // past those bytes: the address, and the run's bytes left
+	done         *Signal // none are left
+}
+
+// slotVerdictWires declares the wires that carry a txSlotVerdict to the
+// gather, which card_tx builds before the read ahead.
+func slotVerdictWires(m *Module) txSlotVerdict {
+	return txSlotVerdict{
+		addr: m.Wire("chk_skip_addr", 64, ""), run: m.Wire("chk_skip_run", 17, ""), n: m.Wire("chk_skip_n", 17, ""),
+		hit:   m.Wire("chk_skip_hit", 1, "... and its slot has landed whole: its first requests are taken now"),
+		addr1: m.Wire("chk_skip_addr1", 64, ""), rest: m.Wire("chk_skip_rest", 17, ""), done: m.Wire("chk_skip_done", 1, ""),
+	}
+}
+
+// assign drives v's wires from the read ahead's registers.
+func (v txSlotVerdict) assign(m *Module, from txSlotVerdict) {
+	for _, p := range [][2]*Signal{{v.addr, from.addr}, {v.run, from.run}, {v.n, from.n}, {v.hit, from.hit},
+		{v.addr1, from.addr1}, {v.rest, from.rest}, {v.done, from.done}} {
+		m.Assign(p[0], p[1])
+	}
+}
+
+// gatheredOp says whether a WQE header (bytes 0..3) is a Send, Send with
+// Invalidate or RDMA Write whose payload is gathered (not inline).
+func gatheredOp(hdr *Signal) Expr {
+	op := Bits(hdr, 7, 0)
+	return And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(hdr, 11)))
+}
+
 // txPayAheadIn is what the payload read ahead needs of card_tx.
 type txPayAheadIn struct {
 	W, L, LB int
@@ -123,16 +159,10 @@ type txPayAhead struct {
 	v, data, keep          Expr // its beat
 	// Verdict reuse: the WQE that started last cycle is a one-SGE
 	// gathered one whose SGE 0 a slot's lookup checked, and the table has
-	// not been written since; the lookup's results for the gather.
-	skip                     *Signal
-	skipAddr, skipRun, skipN *Signal
-	// The slot landed whole by then: its first requests are taken in the
-	// skip's cycle (skipHit), and the gather goes on from skipAddr1 with
-	// skipRest of the piece left (none if skipDone).
-	skipHit             Expr
-	skipAddr1, skipRest *Signal
-	skipDone            *Signal
-	unused              []Expr
+	// not been written since (skip); the slot's verdict for the gather.
+	skip    *Signal
+	verdict txSlotVerdict
+	unused  []Expr
 }
 
 func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
@@ -175,7 +205,6 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	byp := m.Reg("pa_parse_byp", 1, big.NewInt(0), And(pWr, rdAt, Eq(qp1, in.blkQP)), nil, "")
 	bypV := m.Reg("pa_parse_byp_v", 4, nil, pNext, nil, "")
 	recNow := m.WireOf("pa_parse_rec", Sel(byp, bypV, rec), "")
-	op := Bits(hdr, 7, 0)
 	bbs := m.WireOf("pa_blk_bbs", Bits(hdr, 19, 16), "BBS of the block's header (if it starts a WQE)")
 	psNext := m.RegDecl("pa_parse_next", 5, "the next WQE start in the read being parsed, in blocks from its first (31: not known)")
 	s0 := m.WireOf("pa_blk_first_start", Sel(fresh1, C(5, 0), Sel(Eq(recNow, C(4, 15)), C(5, 31), zext(recNow, 5))), "")
@@ -187,7 +216,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 	rel := m.WireOf("pa_parse_rel", Sub(Sub(psN, off5), C(5, 1)), "")
 	m.Assign(pNext, Sel(Eq(psN, C(5, 31)), C(4, 15), Bits(rel, 3, 0)))
 	sAddr, sLen, sKey := Bits(sge, 63, 0), Bits(sge, 95, 64), Bits(sge, 127, 96)
-	gathered := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(hdr, 11)), RedOr(Bits(hdr, 28, 24)))
+	gathered := And(gatheredOp(hdr), RedOr(Bits(hdr, 28, 24)))
 	out.unused = append(out.unused, Bits(hdr, 31, 29), Bits(hdr, 23, 20), Bits(hdr, 15, 12), Bits(hdr, 10, 8))
 	cand := m.WireOf("pa_cand", And(isStart, ok1, bbsOK, gathered, RedOr(sLen)), "a gathered Send or Write with a non-empty SGE 0")
 	cv := m.Reg("pa_cand_v", 1, big.NewInt(0), cand, nil, "a candidate (its PD is read)")
@@ -306,9 +335,11 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		for i := S - 1; i >= 0; i-- {
 			rdy = append(rdy, And(sl[i].done, Not(sl[i].bad)))
 		}
-		skipHit = m.WireOf("pa_skip_hit", And(in.skipGo, Not(src), BitAt(m.WireOf("pa_landed_ok", Cat(rdy...), ""), skipSlot)), "the check is skipped and its slot has landed whole: the message's first requests are taken from it now")
+		out.verdict.hit = m.WireOf("pa_skip_hit", And(in.skipGo, Not(src), BitAt(m.WireOf("pa_landed_ok", Cat(rdy...), ""), skipSlot)), "the check is skipped and its slot has landed whole: the message's first requests are taken from it now")
 	}
-	out.skipHit = skipHit
+	if in.reuse {
+		skipHit = out.verdict.hit
+	}
 	var hitT, waitT, keyT []Expr
 	for _, s := range sl {
 		key := And(s.alloc, Eq(s.qp, in.cur), Eq(s.idx, in.cNext))
@@ -384,8 +415,7 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		// its table is written. The engine then skips txChk, and the
 		// gather opens its first piece with the lookup's results, kept in
 		// the slot (its address, its contiguous run).
-		op := Bits(in.decHdr, 7, 0)
-		one := And(Or(Eq(op, C(8, 0)), Eq(op, C(8, 1)), Eq(op, C(8, 2))), Not(Bit(in.decHdr, 11)), Eq(Bits(in.decHdr, 28, 24), C(5, 1)))
+		one := And(gatheredOp(in.decHdr), Eq(Bits(in.decHdr, 28, 24), C(5, 1)))
 		out.unused = append(out.unused, Bits(in.decHdr, 31, 29), Bits(in.decHdr, 23, 12), Bits(in.decHdr, 10, 8))
 		var rT []Expr
 		for _, x := range sl {
@@ -401,13 +431,14 @@ func cardTxPayAhead(m *Module, in txPayAheadIn) txPayAhead {
 		skN := m.WireOf("pa_skip_n_sel", zext(muxTree(rs, ns), 17), "")
 		skRun := m.WireOf("pa_skip_run_sel", muxTree(rs, runs), "")
 		skAddr := m.WireOf("pa_skip_addr_sel", muxTree(rs, addrs), "")
-		out.skipAddr = m.Reg("pa_skip_addr", 64, nil, skAddr, nil, "its slot's host address (the lookup's)")
-		out.skipRun = m.Reg("pa_skip_run", 17, nil, skRun, nil, "... and contiguous run")
-		out.skipN = m.Reg("pa_skip_n", 17, nil, skN, nil, "... and bytes (the first requests' as a slot holds them)")
+		v := &out.verdict
+		v.addr = m.Reg("pa_skip_addr", 64, nil, skAddr, nil, "its slot's host address (the lookup's)")
+		v.run = m.Reg("pa_skip_run", 17, nil, skRun, nil, "... and contiguous run")
+		v.n = m.Reg("pa_skip_n", 17, nil, skN, nil, "... and bytes (the first requests' as a slot holds them)")
 		m.Drive(skipSlot, nil, rsel, nil)
-		out.skipAddr1 = m.Reg("pa_skip_addr1", 64, nil, Add(skAddr, zext(skN, 64)), nil, "the address past the slot's bytes")
-		out.skipRest = m.Reg("pa_skip_rest", 17, nil, Sub(skRun, skN), nil, "the run's bytes past them")
-		out.skipDone = m.Reg("pa_skip_done", 1, nil, Eq(skRun, skN), nil, "the slot holds the whole run")
+		v.addr1 = m.Reg("pa_skip_addr1", 64, nil, Add(skAddr, zext(skN, 64)), nil, "the address past the slot's bytes")
+		v.rest = m.Reg("pa_skip_rest", 17, nil, Sub(skRun, skN), nil, "the run's bytes past them")
+		v.done = m.Reg("pa_skip_done", 1, nil, Eq(skRun, skN), nil, "the slot holds the whole run")
 	}
 	out.unused = append(out.unused, Bit(uN, NB-1))
 	out.unused = append(out.unused, Bit(rel, 4))

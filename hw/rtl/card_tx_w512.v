@@ -862,11 +862,11 @@ module card_tx_w512 (
     wire [63:0]    chk_skip_addr;
     wire [16:0]    chk_skip_run;
     wire [16:0]    chk_skip_n;
-    wire [31:0]    chk_skip_len;             // SGE 0's LENGTH, from the block taken in txDecide
     wire           chk_skip_hit;             // ... and its slot has landed whole: its first requests are taken now
     wire [63:0]    chk_skip_addr1;
     wire [16:0]    chk_skip_rest;
     wire           chk_skip_done;
+    wire [31:0]    chk_skip_len;             // SGE 0's LENGTH, from the block taken in txDecide
     wire [16:0]    ck_piece;                 // a verdict's first piece: its run, at most a lookup's bytes
     wire [16:0]    ck_slot_left;             // bytes from the verdict's address to a slot's end (from its page)
     wire [16:0]    ck_slot_n;                // ... and of the piece, the bytes a slot holds

@@ -893,11 +893,11 @@ architecture rtl of card_tx_w512 is
     signal chk_skip_addr : std_logic_vector(63 downto 0);
     signal chk_skip_run : std_logic_vector(16 downto 0);
     signal chk_skip_n : std_logic_vector(16 downto 0);
-    signal chk_skip_len : std_logic_vector(31 downto 0); -- SGE 0's LENGTH, from the block taken in txDecide
     signal chk_skip_hit : std_logic;         -- ... and its slot has landed whole: its first requests are taken now
     signal chk_skip_addr1 : std_logic_vector(63 downto 0);
     signal chk_skip_rest : std_logic_vector(16 downto 0);
     signal chk_skip_done : std_logic;
+    signal chk_skip_len : std_logic_vector(31 downto 0); -- SGE 0's LENGTH, from the block taken in txDecide
     signal ck_piece : std_logic_vector(16 downto 0); -- a verdict's first piece: its run, at most a lookup's bytes
     signal ck_slot_left : std_logic_vector(16 downto 0); -- bytes from the verdict's address to a slot's end (from its page)
     signal ck_slot_n : std_logic_vector(16 downto 0); -- ... and of the piece, the bytes a slot holds
